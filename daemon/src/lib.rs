@@ -1,0 +1,18 @@
+//! segid: runs untrusted programs in sandboxes and streams what happens.
+//!
+//! A run's life, module by module:
+//! - [`rpc`]: the Unix socket, JSON-RPC framing, one module per method (`rpc::methods`).
+//! - [`policy`]: the TOML policies a request runs under, and its limits against them.
+//! - [`run`]: one run from checked request to result: supervision, output events, verdict.
+//! - [`sandbox`]: the kernel mechanisms, one module each (namespaces via the zygote, id maps,
+//!   cgroups, root filesystem, credentials, landlock, seccomp, rlimits) and init, which
+//!   applies them inside the run.
+//! - [`host`]: what this host supports (`segid --check`, `capabilities`).
+//! - [`daemon`]: the state shared by all connections.
+
+pub mod daemon;
+pub mod host;
+pub mod policy;
+pub mod rpc;
+pub mod run;
+pub mod sandbox;

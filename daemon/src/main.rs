@@ -1,0 +1,179 @@
+//! The `segid` binary: parse the command line, check the host, start the zygote while still
+//! single-threaded, then serve the socket on a tokio runtime.
+
+use std::os::fd::FromRawFd;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use tokio_util::sync::CancellationToken;
+
+use segid::daemon::{Daemon, Settings};
+use segid::host::Host;
+use segid::policy::Policies;
+use segid::sandbox::idmap::IdPool;
+use segid::sandbox::zygote::Zygote;
+
+/// The segi sandbox daemon.
+#[derive(Parser, Debug)]
+#[command(
+    version,
+    about,
+    after_help = "Example:\n  segid --socket /tmp/segi/segid.sock --policies ./policies\n  segi-client --socket /tmp/segi/segid.sock run -- /bin/echo hello"
+)]
+struct Args {
+    /// Socket to listen on [default: /run/segi/segid.sock for root, else $XDG_RUNTIME_DIR/segi/segid.sock].
+    #[arg(long, env = "SEGID_SOCKET")]
+    socket: Option<PathBuf>,
+    /// Directory of policy files (*.toml).
+    #[arg(long, default_value = "/usr/local/share/segi/policies")]
+    policies: PathBuf,
+    /// Directory for the daemon's own state (kept tiny: the sandboxes live in tmpfs).
+    #[arg(long)]
+    state_dir: Option<PathBuf>,
+    /// Runs at once; more wait in line [default: the number of CPUs].
+    #[arg(long)]
+    max_runs: Option<usize>,
+    /// Largest accepted protocol line, in bytes.
+    #[arg(long, default_value_t = segi_proto::MAX_MESSAGE_BYTES)]
+    max_message_bytes: usize,
+    /// Log format.
+    #[arg(long, value_enum, default_value = "text")]
+    log_format: LogFormat,
+    /// Print what this host supports and exit.
+    #[arg(long)]
+    check: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum LogFormat {
+    Text,
+    Json,
+}
+
+fn default_socket(root: bool) -> PathBuf {
+    if root {
+        return PathBuf::from("/run/segi/segid.sock");
+    }
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    runtime.join("segi/segid.sock")
+}
+
+fn main() {
+    let args = Args::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SEGID_LOG").unwrap_or_else(|_| "info".into());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match args.log_format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().flatten_event(true).init(),
+    }
+    if let Err(e) = run(args) {
+        eprintln!("segid: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let host = Host::detect();
+    if args.check {
+        print!("{}", host.report());
+        return Ok(());
+    }
+    if let Some(problem) = host.blocking_problem() {
+        bail!("{problem}; segid cannot sandbox anything on this host");
+    }
+    for note in host.fallbacks() {
+        tracing::warn!("{note}");
+    }
+    let policies = Policies::load(&args.policies)?;
+    let socket = args.socket.unwrap_or_else(|| default_socket(host.root));
+    let state_dir = args.state_dir.unwrap_or_else(|| {
+        socket.parent().map(|p| p.join("state")).unwrap_or_else(|| PathBuf::from("/tmp/segi-state"))
+    });
+    let new_root = state_dir.join("root");
+    std::fs::create_dir_all(&new_root).with_context(|| format!("cannot create {}", new_root.display()))?;
+    let cgroup_prefix = format!("segi-{}-", std::process::id());
+    if let Ok(hierarchy) = &host.cgroup {
+        let removed = hierarchy.remove_stale("segi-", is_stale_cgroup);
+        if !removed.is_empty() {
+            tracing::info!(?removed, "removed cgroups a previous segid left behind");
+        }
+    }
+    // Before any thread exists: the zygote must be a copy of a single-threaded process.
+    let zygote = Zygote::start()?;
+    let listen_fd = systemd_listen_fd();
+
+    let max_runs =
+        args.max_runs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
+    let settings =
+        Settings { policies_dir: args.policies, state_dir, max_runs, max_message_bytes: args.max_message_bytes };
+    let daemon = Arc::new(Daemon {
+        settings,
+        policies: RwLock::new(Arc::new(policies)),
+        host,
+        zygote,
+        ids: IdPool::default(),
+        run_slots: tokio::sync::Semaphore::new(max_runs),
+        run_counter: AtomicU64::new(0),
+        new_root,
+        cgroup_prefix,
+    });
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        let listener = match listen_fd {
+            // SAFETY: systemd passed us this listening socket as fd 3 (LISTEN_FDS).
+            Some(fd) => {
+                let std_listener = unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) };
+                std_listener.set_nonblocking(true)?;
+                tokio::net::UnixListener::from_std(std_listener)?
+            }
+            None => {
+                segid::rpc::server::bind(&socket).with_context(|| format!("cannot listen on {}", socket.display()))?
+            }
+        };
+        tracing::info!(socket = %socket.display(), zygote = daemon.zygote.pid(), max_runs, "segid ready");
+        let shutdown = CancellationToken::new();
+        let signals = shutdown.clone();
+        tokio::spawn(async move {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+                return;
+            };
+            tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
+            tracing::info!("stopping: cancelling runs and cleaning up");
+            signals.cancel();
+        });
+        segid::rpc::server::serve(daemon, listener, shutdown, Duration::from_secs(10)).await;
+        if listen_fd.is_none() {
+            let _ = std::fs::remove_file(&socket);
+        }
+        anyhow::Ok(())
+    })
+}
+
+/// `segi-<pid>-<n>` is stale when no segid runs as `<pid>` any more.
+fn is_stale_cgroup(name: &str) -> bool {
+    let Some(pid) =
+        name.strip_prefix("segi-").and_then(|rest| rest.split('-').next()).and_then(|p| p.parse::<u32>().ok())
+    else {
+        return false;
+    };
+    if pid == std::process::id() {
+        return false;
+    }
+    match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
+        Ok(comm) => comm.trim() != "segid",
+        Err(_) => true,
+    }
+}
+
+/// The socket systemd passed (socket activation), if any.
+fn systemd_listen_fd() -> Option<i32> {
+    let pid: u32 = std::env::var("LISTEN_PID").ok()?.parse().ok()?;
+    let fds: u32 = std::env::var("LISTEN_FDS").ok()?.parse().ok()?;
+    (pid == std::process::id() && fds >= 1).then_some(3)
+}

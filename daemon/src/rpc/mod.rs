@@ -1,0 +1,6 @@
+//! The JSON-RPC side: [`server`] accepts connections, [`connection`] frames lines and routes
+//! requests, [`methods`] holds one module per method.
+
+pub mod connection;
+pub mod methods;
+pub mod server;

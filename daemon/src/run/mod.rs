@@ -1,0 +1,420 @@
+//! A run's life on the daemon's side: request → policy → sandbox → events → result.
+//!
+//! [`request`] checks the request against its policy; [`execute`] creates the cgroup, has the
+//! zygote clone init, writes the id maps, hands init its plan, then supervises: output pumps
+//! ([`output`]), CPU polling, the wall clock, seccomp notifications and cancellation, until
+//! init reports the end. It then collects files, tears everything down and [`verdict`] turns
+//! what happened into the result object.
+
+pub mod output;
+pub mod request;
+pub mod verdict;
+
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+use std::time::Duration;
+
+use segi_proto::run::Collected;
+use segi_proto::{Event, Payload, RunResult};
+use tokio::io::unix::AsyncFd;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::daemon::Daemon;
+use crate::sandbox::cgroup::{CgroupLimits, Hierarchy, RunCgroup};
+use crate::sandbox::channel::{self, ChannelError};
+use crate::sandbox::messages::{FromInit, SandboxPlan, ToInit};
+use crate::sandbox::{idmap, seccomp};
+use output::{OutputBudget, Stream};
+use request::Prepared;
+use verdict::{decide, End, Outcome, Stop};
+
+/// The uid and gid a program has inside its user namespace.
+pub const INSIDE_ID: u32 = 1000;
+/// How long init may take to build the sandbox.
+const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long init may take to stop everything after being told to.
+const KILL_GRACE: Duration = Duration::from_millis(500);
+
+/// The plan fields that come from the daemon rather than the request.
+pub fn base_plan(daemon: &Daemon) -> SandboxPlan {
+    SandboxPlan {
+        argv: Vec::new(),
+        env: Vec::new(),
+        new_root: daemon.new_root.clone(),
+        binds: Vec::new(),
+        box_size: 0,
+        tmp_size: 0,
+        files: Vec::new(),
+        stdin: false,
+        rlimits: Default::default(),
+        inside_id: INSIDE_ID,
+        can_setgroups: daemon.host.root,
+        hostname: "segi".into(),
+        landlock_abi: daemon.host.landlock_abi,
+        seccomp_bpf: Vec::new(),
+    }
+}
+
+/// A run that ends with IE before anything started.
+fn failed_before_start(prepared: &Prepared, why: String) -> RunResult {
+    decide(&Outcome {
+        end: End::SetupFailed(why),
+        stop: None,
+        usage: None,
+        limits: prepared.limits,
+        output_bytes: 0,
+        daemon_wall: 0.0,
+        measured_by: "none",
+    })
+}
+
+/// Runs `prepared` to the end. Events go to `events`; `cancel` ends the run early.
+pub async fn execute(
+    daemon: Arc<Daemon>,
+    mut prepared: Prepared,
+    events: mpsc::Sender<Event>,
+    cancel: CancellationToken,
+) -> RunResult {
+    let seq = daemon.run_counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let hierarchy = daemon.host.cgroup.as_ref().ok();
+    let measured_by = match hierarchy {
+        Some(Hierarchy::V1 { .. }) => "cgroup-v1",
+        Some(Hierarchy::V2 { .. }) => "cgroup-v2",
+        None => "rusage",
+    };
+    // Root mode: a host uid of the run's own. Rootless: the daemon's, the only one it can map.
+    let pool_id = if daemon.host.root {
+        match daemon.ids.take() {
+            Some(id) => Some(id),
+            None => return failed_before_start(&prepared, "no free sandbox uid".into()),
+        }
+    } else {
+        None
+    };
+    let (outer_uid, outer_gid) = match &pool_id {
+        Some(p) => (p.id, p.id),
+        None => (nix::unistd::geteuid().as_raw(), nix::unistd::getegid().as_raw()),
+    };
+    let limits = prepared.limits;
+    let cgroup = match hierarchy {
+        Some(h) => match h.create(
+            &format!("{}{seq}", daemon.cgroup_prefix),
+            CgroupLimits { memory: limits.memory, pids: limits.processes + 1 },
+        ) {
+            Ok(cg) => Some(cg),
+            Err(e) => return failed_before_start(&prepared, format!("cannot create the run's cgroup: {e}")),
+        },
+        None => {
+            // Fallback, reported in capabilities: per-process rlimits instead of the cgroup.
+            prepared.plan.rlimits.address_space = Some(limits.memory);
+            if daemon.host.root {
+                prepared.plan.rlimits.processes = Some(limits.processes + 1);
+            }
+            None
+        }
+    };
+    let result =
+        supervise(&daemon, &prepared, cgroup.as_ref(), outer_uid, outer_gid, measured_by, events, cancel).await;
+    if let Some(cg) = cgroup {
+        if let Err(e) = cg.remove().await {
+            tracing::error!(error = %e, "a run's cgroup could not be removed");
+        }
+    }
+    drop(pool_id);
+    result
+}
+
+/// Kills init (and with it its pid namespace) if a run is abandoned half-way.
+struct InitGuard {
+    pidfd: OwnedFd,
+}
+
+impl InitGuard {
+    fn kill(&self) {
+        // SAFETY: pidfd_send_signal on a pidfd we own, with no siginfo.
+        unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                self.pidfd.as_raw_fd(),
+                libc::SIGKILL,
+                std::ptr::null::<libc::siginfo_t>(),
+                0u32,
+            )
+        };
+    }
+
+    /// Waits until init has fully exited (its pidfd becomes readable).
+    async fn exited(&self, within: Duration) -> bool {
+        // SAFETY: the pidfd is owned by self, which outlives this registration.
+        let Ok(fd) =
+            (unsafe { AsyncFd::register_with_interest(self.pidfd.as_raw_fd(), tokio::io::Interest::READABLE) })
+        else {
+            return false;
+        };
+        tokio::time::timeout(within, fd.readable()).await.is_ok()
+    }
+}
+
+impl Drop for InitGuard {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The daemon's end of the channel, driven by tokio.
+struct InitChannel {
+    fd: AsyncFd<OwnedFd>,
+}
+
+impl InitChannel {
+    fn new(fd: OwnedFd) -> std::io::Result<Self> {
+        nix::fcntl::fcntl(fd.as_raw_fd(), nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK))?;
+        Ok(InitChannel { fd: watch(fd)? })
+    }
+
+    fn send(&self, message: &ToInit, fds: &[RawFd]) -> Result<(), ChannelError> {
+        channel::send(self.fd.get_ref().as_raw_fd(), message, fds)
+    }
+
+    async fn recv(&self) -> Result<(FromInit, Vec<OwnedFd>), ChannelError> {
+        loop {
+            let mut guard = self.fd.readable().await?;
+            match channel::recv::<FromInit>(self.fd.get_ref().as_raw_fd()) {
+                Err(ChannelError::Io(e)) if e.kind() == std::io::ErrorKind::WouldBlock => guard.clear_ready(),
+                other => return other,
+            }
+        }
+    }
+}
+
+/// Registers an owned descriptor with the reactor.
+fn watch(fd: OwnedFd) -> std::io::Result<AsyncFd<OwnedFd>> {
+    // SAFETY: the AsyncFd owns the OwnedFd, so the descriptor stays open and the same for the
+    // registration's whole lifetime.
+    unsafe { AsyncFd::register(fd) }.map_err(|e| e.into_parts().1)
+}
+
+/// Waits for the next notification of the seccomp listener and names its system call.
+async fn next_violation(listener: &AsyncFd<OwnedFd>) -> Option<String> {
+    loop {
+        let mut guard = listener.readable().await.ok()?;
+        match libseccomp::ScmpNotifReq::receive(listener.get_ref().as_raw_fd()) {
+            Ok(req) => return Some(seccomp::syscall_name(req.data.syscall, req.data.arch)),
+            Err(_) if guard.ready().is_read_closed() => return None,
+            Err(_) => guard.clear_ready(),
+        }
+    }
+}
+
+fn cpu_poll_interval(limit: f64, used: f64) -> Duration {
+    // Usage can grow by one second per second per CPU: poll in time to catch the limit within
+    // a few milliseconds, without polling a long run needlessly.
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
+    Duration::from_secs_f64(((limit - used) / cpus / 2.0).clamp(0.002, 0.05))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn supervise(
+    daemon: &Arc<Daemon>,
+    prepared: &Prepared,
+    cgroup: Option<&RunCgroup>,
+    outer_uid: u32,
+    outer_gid: u32,
+    measured_by: &'static str,
+    events: mpsc::Sender<Event>,
+    cancel: CancellationToken,
+) -> RunResult {
+    let limits = prepared.limits;
+    let fail = |why: String| failed_before_start(prepared, why);
+    let Ok((daemon_end, init_end)) = channel::pair() else {
+        return fail("cannot create the init channel".into());
+    };
+    let pipes = (nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC), nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC));
+    let ((out_r, out_w), (err_r, err_w)) = match pipes {
+        (Ok(a), Ok(b)) => (a, b),
+        _ => return fail("cannot create output pipes".into()),
+    };
+    let spawner = daemon.clone();
+    let spawned = match tokio::task::spawn_blocking(move || spawner.zygote.spawn(init_end)).await {
+        Ok(Ok(spawned)) => spawned,
+        Ok(Err(e)) => return fail(e.to_string()),
+        Err(e) => return fail(format!("spawn task failed: {e}")),
+    };
+    let init = InitGuard { pidfd: spawned.pidfd };
+    if let Err(e) = idmap::write(spawned.pid, INSIDE_ID, outer_uid, outer_gid, !daemon.host.root) {
+        return fail(format!("cannot write the user namespace's id maps: {e}"));
+    }
+    if let Some(cg) = cgroup {
+        if let Err(e) = cg.add(spawned.pid) {
+            return fail(format!("cannot move init into the run's cgroup: {e}"));
+        }
+    }
+    let chan = match InitChannel::new(daemon_end) {
+        Ok(chan) => chan,
+        Err(e) => return fail(format!("init channel: {e}")),
+    };
+    let stdin_fd = match prepared.stdin.as_deref().map(channel::memfd_with).transpose() {
+        Ok(fd) => fd,
+        Err(e) => return fail(format!("stdin memfd: {e}")),
+    };
+    let files_fd =
+        match (!prepared.plan.files.is_empty()).then(|| channel::memfd_with(&prepared.file_bytes)).transpose() {
+            Ok(fd) => fd,
+            Err(e) => return fail(format!("files memfd: {e}")),
+        };
+    let mut fds = vec![out_w.as_raw_fd(), err_w.as_raw_fd()];
+    fds.extend(stdin_fd.as_ref().map(|f| f.as_raw_fd()));
+    fds.extend(files_fd.as_ref().map(|f| f.as_raw_fd()));
+    if let Err(e) = chan.send(&ToInit::Start(Box::new(prepared.plan.clone())), &fds) {
+        return fail(format!("cannot reach init: {e}"));
+    }
+    // Only the sandbox may hold the write ends now, or the pumps would never see EOF.
+    drop((out_w, err_w, stdin_fd, files_fd));
+
+    let ready = tokio::select! {
+        ready = tokio::time::timeout(SETUP_TIMEOUT, chan.recv()) => ready,
+        _ = cancel.cancelled() => return fail("the run was cancelled during setup".into()),
+    };
+    let listener = match ready {
+        Ok(Ok((FromInit::Ready, mut fds))) if fds.len() == 1 => fds.remove(0),
+        Ok(Ok((FromInit::SetupFailed { step, error }, _))) => return fail(format!("{step}: {error}")),
+        Ok(Ok((other, _))) => return fail(format!("unexpected message from init during setup: {other:?}")),
+        Ok(Err(e)) => return fail(format!("init ended during setup: {e}")),
+        Err(_) => return fail(format!("setup took more than {}s", SETUP_TIMEOUT.as_secs())),
+    };
+    let started = Instant::now();
+    let mut listener = match watch(listener) {
+        Ok(l) => Some(l),
+        Err(e) => return fail(format!("seccomp listener: {e}")),
+    };
+
+    let budget = OutputBudget::new(limits.output);
+    let pumps = [
+        tokio::spawn(output::pump(out_r, Stream::Stdout, budget.clone(), events.clone())),
+        tokio::spawn(output::pump(err_r, Stream::Stderr, budget.clone(), events)),
+    ];
+
+    let wall_deadline = started + Duration::from_secs_f64(limits.wall_time);
+    let mut stop: Option<Stop> = None;
+    let mut kill_deadline: Option<Instant> = None;
+    let mut cpu_used = 0.0;
+    let end = loop {
+        let poll = cpu_poll_interval(limits.cpu_time, cpu_used);
+        let mut stop_now: Option<Stop> = None;
+        tokio::select! {
+            biased;
+            message = chan.recv() => match message {
+                Ok((FromInit::Exited { status, wall_ns, cpu_ns, max_rss }, _)) => {
+                    break End::Exited { status, wall: wall_ns as f64 / 1e9, rusage_cpu: cpu_ns as f64 / 1e9, max_rss };
+                }
+                Ok((FromInit::ExecFailed { program, errno }, _)) => break End::ExecFailed { program, errno },
+                Ok((other, _)) => break End::Lost(format!("unexpected message from init: {other:?}")),
+                Err(e) => break End::Lost(format!("the sandbox's init ended unexpectedly: {e}")),
+            },
+            violation = async { next_violation(listener.as_ref()?).await }, if listener.is_some() => match violation {
+                Some(name) => stop_now = Some(Stop::Syscall(name)),
+                None => listener = None,
+            },
+            _ = budget.exceeded_signal.notified(), if stop.is_none() => stop_now = Some(Stop::Output),
+            _ = cancel.cancelled(), if stop.is_none() => stop_now = Some(Stop::Cancelled),
+            _ = tokio::time::sleep_until(wall_deadline), if stop.is_none() => stop_now = Some(Stop::WallTime),
+            _ = tokio::time::sleep(poll), if cgroup.is_some() && stop.is_none() => {
+                if let Some(Ok(ns)) = cgroup.map(|cg| cg.cpu_ns()) {
+                    cpu_used = ns as f64 / 1e9;
+                    if cpu_used > limits.cpu_time {
+                        stop_now = Some(Stop::CpuTime);
+                    }
+                }
+            },
+            _ = async { tokio::time::sleep_until(kill_deadline.unwrap_or_else(Instant::now)).await }, if kill_deadline.is_some() => {
+                // Init did not stop the run in time: end its whole pid namespace.
+                init.kill();
+                if let Some(cg) = cgroup {
+                    cg.kill_all();
+                }
+                break End::Lost("the run did not stop when told to and was killed".into());
+            },
+        }
+        if let Some(reason) = stop_now {
+            if stop.is_none() {
+                stop = Some(reason);
+                let _ = chan.send(&ToInit::Kill, &[]);
+                kill_deadline = Some(Instant::now() + KILL_GRACE);
+            }
+        }
+    };
+    let daemon_wall = started.elapsed().as_secs_f64();
+    drop(listener);
+
+    // Every process is gone, so the pipes reach EOF; a client that stopped reading is the
+    // only thing that can hold the pumps, and its cancellation releases them.
+    let [stdout_pump, stderr_pump] = pumps;
+    tokio::select! {
+        _ = async { let _ = stdout_pump.await; let _ = stderr_pump.await; } => {}
+        _ = cancel.cancelled() => {}
+    }
+    let usage = cgroup.and_then(|cg| cg.usage().ok());
+
+    let collected = if matches!(end, End::Exited { .. }) && !prepared.collect.is_empty() {
+        collect(&chan, &prepared.collect, limits.file_size).await
+    } else {
+        Vec::new()
+    };
+    let _ = chan.send(&ToInit::Finish, &[]);
+    let _ = tokio::time::timeout(KILL_GRACE, chan.recv()).await;
+    if !init.exited(Duration::from_millis(50)).await {
+        init.kill();
+        init.exited(Duration::from_secs(5)).await;
+    }
+
+    let mut result =
+        decide(&Outcome { end, stop, usage, limits, output_bytes: budget.used(), daemon_wall, measured_by });
+    result.collected = collected;
+    result
+}
+
+/// Asks init for the files and reads them, each up to `max` bytes.
+async fn collect(chan: &InitChannel, paths: &[String], max: u64) -> Vec<Collected> {
+    let failed = |why: String| {
+        paths.iter().map(|p| Collected { path: p.clone(), content: None, error: Some(why.clone()) }).collect()
+    };
+    if let Err(e) = chan.send(&ToInit::Collect(paths.to_vec()), &[]) {
+        return failed(e.to_string());
+    }
+    let (entries, fds) = match tokio::time::timeout(Duration::from_secs(5), chan.recv()).await {
+        Ok(Ok((FromInit::Collected(entries), fds))) if entries.len() == paths.len() => (entries, fds),
+        _ => return failed("the sandbox did not hand out the files".into()),
+    };
+    let paths = paths.to_vec();
+    tokio::task::spawn_blocking(move || {
+        let mut fds = fds.into_iter();
+        paths
+            .into_iter()
+            .zip(entries)
+            .map(|(path, entry)| match entry {
+                Err(why) => Collected { path, content: None, error: Some(why) },
+                Ok(len) if len > max => Collected {
+                    path,
+                    content: None,
+                    error: Some(format!("{len} bytes, more than the file size limit {max}")),
+                },
+                Ok(_) => match fds.next().map(|fd| read_all(fd, max)) {
+                    Some(Ok(bytes)) => Collected { path, content: Some(Payload::from_bytes(&bytes)), error: None },
+                    Some(Err(e)) => Collected { path, content: None, error: Some(e.to_string()) },
+                    None => Collected { path, content: None, error: Some("missing descriptor".into()) },
+                },
+            })
+            .collect()
+    })
+    .await
+    .unwrap_or_default()
+}
+
+fn read_all(fd: OwnedFd, max: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd).take(max).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}

@@ -1,0 +1,78 @@
+//! Landlock: the filesystem and network rights of the run, enforced by the kernel independent
+//! of mounts and uids. Read-only (and execute) on the system binds, read-write on `/box` and
+//! `/tmp`, read-write on the device nodes, no TCP bind or connect (ABI ≥ 4), and abstract unix
+//! sockets and signals scoped to the run (ABI ≥ 6). Applied by init after `pivot_root`.
+//!
+//! The ABI is detected once by the daemon and enforced here as a hard requirement: a ruleset
+//! the kernel only partly applies aborts the run instead of running it less confined.
+
+use std::path::Path;
+
+use landlock::{
+    path_beneath_rules, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, RestrictionStatus, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
+};
+
+use super::messages::SandboxPlan;
+use super::SetupError;
+
+fn fail(e: impl std::fmt::Display) -> SetupError {
+    SetupError::new("landlock", e.to_string())
+}
+
+/// Restricts the calling process (and what it forks) per `plan`. A no-op when the daemon
+/// found no landlock (`landlock_abi == 0`), which capabilities and logs report.
+pub fn restrict(plan: &SandboxPlan) -> Result<(), SetupError> {
+    if plan.landlock_abi == 0 {
+        return Ok(());
+    }
+    let abi = ABI::from(plan.landlock_abi as i32);
+    let read = AccessFs::from_read(abi);
+    let all = AccessFs::from_all(abi);
+    let mut device: BitFlags<AccessFs> = AccessFs::ReadFile | AccessFs::WriteFile;
+    if abi >= ABI::V5 {
+        device |= AccessFs::IoctlDev;
+    }
+    let mut ruleset =
+        Ruleset::default().set_compatibility(CompatLevel::HardRequirement).handle_access(all).map_err(fail)?;
+    if abi >= ABI::V4 {
+        // Handled with no rule allowing any port: every TCP bind and connect is refused.
+        ruleset = ruleset.handle_access(AccessNet::from_all(abi)).map_err(fail)?;
+    }
+    if abi >= ABI::V6 {
+        ruleset = ruleset.scope(Scope::from_all(abi)).map_err(fail)?;
+    }
+    let binds: Vec<&Path> = plan.binds.iter().map(|p| p.as_path()).filter(|p| p.exists()).collect();
+    let status: RestrictionStatus = ruleset
+        .create()
+        .map_err(fail)?
+        .add_rules(path_beneath_rules(["/"], BitFlags::<AccessFs>::from(AccessFs::ReadDir)))
+        .map_err(fail)?
+        .add_rules(path_beneath_rules(binds, read))
+        .map_err(fail)?
+        .add_rules(path_beneath_rules(["/proc"], AccessFs::ReadFile | AccessFs::ReadDir))
+        .map_err(fail)?
+        .add_rules(path_beneath_rules(["/dev"], device))
+        .map_err(fail)?
+        .add_rules(path_beneath_rules(["/box", "/tmp"], all))
+        .map_err(fail)?
+        .restrict_self()
+        .map_err(fail)?;
+    if status.ruleset != RulesetStatus::FullyEnforced {
+        return Err(fail(format!("ruleset only {:?}", status.ruleset)));
+    }
+    Ok(())
+}
+
+/// The kernel's landlock ABI version, 0 when landlock is unavailable.
+pub fn kernel_abi() -> u32 {
+    // SAFETY: LANDLOCK_CREATE_RULESET_VERSION with a null attribute only queries the version.
+    let version =
+        unsafe { libc::syscall(libc::SYS_landlock_create_ruleset, std::ptr::null::<libc::c_void>(), 0usize, 1u32) };
+    u32::try_from(version).unwrap_or(0)
+}
+
+/// The ABI segid enforces: the kernel's, capped at the newest this build knows.
+pub fn usable_abi() -> u32 {
+    kernel_abi().min(9)
+}

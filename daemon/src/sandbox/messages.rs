@@ -1,0 +1,98 @@
+//! The named messages of the daemon ↔ init channel, and the plan init carries out.
+
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+
+/// Everything init needs to build the sandbox and start the program. Computed by the daemon
+/// (policy + request), so init makes no decisions of its own.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SandboxPlan {
+    /// argv of the program; `argv[0]` is resolved in `PATH` unless it contains a `/`.
+    pub argv: Vec<String>,
+    /// `KEY=VALUE` pairs, the program's whole environment.
+    pub env: Vec<String>,
+    /// An empty host directory init mounts its new root on (in its own mount namespace).
+    pub new_root: PathBuf,
+    /// Host paths bound read-only at the same path inside.
+    pub binds: Vec<PathBuf>,
+    pub box_size: u64,
+    pub tmp_size: u64,
+    /// Files to place in `/box`; their bytes follow one another in the files memfd.
+    pub files: Vec<FileEntry>,
+    pub stdin: bool,
+    pub rlimits: RlimitPlan,
+    /// The uid and gid the program runs as inside the user namespace.
+    pub inside_id: u32,
+    /// Whether `setgroups` is allowed (root mode); rootless maps deny it.
+    pub can_setgroups: bool,
+    pub hostname: String,
+    /// Landlock ABI to enforce, exactly (0: landlock unavailable, reported in capabilities).
+    pub landlock_abi: u32,
+    /// The seccomp filter as classic BPF, compiled once per policy by the daemon.
+    pub seccomp_bpf: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FileEntry {
+    pub path: String,
+    pub len: u64,
+    pub executable: bool,
+}
+
+/// Resource limits set on the program with setrlimit; `None` leaves the inherited value.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RlimitPlan {
+    pub cpu_seconds: Option<u64>,
+    pub file_size: Option<u64>,
+    pub stack: Option<u64>,
+    pub open_files: Option<u64>,
+    /// Only without a memory cgroup (fallback).
+    pub address_space: Option<u64>,
+    /// Only without a pids cgroup (fallback, root mode where the uid is the run's own).
+    pub processes: Option<u64>,
+}
+
+/// Daemon → init.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum ToInit {
+    /// Build the sandbox and start. fds: stdout, stderr, then stdin if `plan.stdin`, then the
+    /// files memfd if `plan.files` is not empty.
+    Start(Box<SandboxPlan>),
+    /// Kill every process of the run now (a limit, a cancel).
+    Kill,
+    /// Open these box paths for reading; answered by `Collected`.
+    Collect(Vec<String>),
+    /// All done: exit.
+    Finish,
+}
+
+/// How the program ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ExitStatus {
+    Exited(i32),
+    Signaled(i32),
+}
+
+/// Init → daemon.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum FromInit {
+    /// The sandbox is built and the program is starting. fd: the seccomp notification listener.
+    Ready,
+    /// A setup step failed; the program never ran.
+    SetupFailed { step: String, error: String },
+    /// The program could not be executed (`errno` from execve or the PATH lookup).
+    ExecFailed { program: String, errno: i32 },
+    /// The program and every process it left behind are gone.
+    Exited {
+        status: ExitStatus,
+        /// Nanoseconds from fork to the program's exit.
+        wall_ns: u64,
+        /// user+system of all reaped processes (rusage of init's children), nanoseconds.
+        cpu_ns: u64,
+        /// Largest resident set of any one process, bytes.
+        max_rss: u64,
+    },
+    /// One entry per requested path, in order: the file's length, or why it is not there.
+    /// fds: one per `Ok` entry, in order.
+    Collected(Vec<Result<u64, String>>),
+}
