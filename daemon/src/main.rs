@@ -125,8 +125,8 @@ fn run(args: Args) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         let listener = match listen_fd {
-            // SAFETY: systemd passed us this listening socket as fd 3 (LISTEN_FDS).
             Some(fd) => {
+                // SAFETY: systemd passed us this listening socket as fd 3 (LISTEN_FDS).
                 let std_listener = unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) };
                 std_listener.set_nonblocking(true)?;
                 tokio::net::UnixListener::from_std(std_listener)?

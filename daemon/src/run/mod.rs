@@ -196,16 +196,15 @@ fn watch(fd: OwnedFd) -> std::io::Result<AsyncFd<OwnedFd>> {
     unsafe { AsyncFd::register(fd) }.map_err(|e| e.into_parts().1)
 }
 
-/// Waits for the next notification of the seccomp listener and names its system call.
-async fn next_violation(listener: &AsyncFd<OwnedFd>) -> Option<String> {
-    loop {
-        let mut guard = listener.readable().await.ok()?;
-        match libseccomp::ScmpNotifReq::receive(listener.get_ref().as_raw_fd()) {
-            Ok(req) => return Some(seccomp::syscall_name(req.data.syscall, req.data.arch)),
-            Err(_) if guard.ready().is_read_closed() => return None,
-            Err(_) => guard.clear_ready(),
-        }
-    }
+/// Waits, on a blocking thread, for the first notification of the seccomp listener and
+/// names its system call. The ioctl blocks and a notification can vanish between a poll and
+/// the ioctl (its process killed), so it must not run on a runtime worker. It returns `None`
+/// when the filter's last user (init) exits.
+fn first_violation(listener: OwnedFd) -> tokio::task::JoinHandle<Option<String>> {
+    tokio::task::spawn_blocking(move || {
+        let req = libseccomp::ScmpNotifReq::receive(listener.as_raw_fd()).ok()?;
+        Some(seccomp::syscall_name(req.data.syscall, req.data.arch))
+    })
 }
 
 fn cpu_poll_interval(limit: f64, used: f64) -> Duration {
@@ -285,10 +284,9 @@ async fn supervise(
         Err(_) => return fail(format!("setup took more than {}s", SETUP_TIMEOUT.as_secs())),
     };
     let started = Instant::now();
-    let mut listener = match watch(listener) {
-        Ok(l) => Some(l),
-        Err(e) => return fail(format!("seccomp listener: {e}")),
-    };
+    // Only the first forbidden call matters: it ends the run.
+    let mut violation = first_violation(listener);
+    let mut violation_pending = true;
 
     let budget = OutputBudget::new(limits.output);
     let pumps = [
@@ -313,9 +311,11 @@ async fn supervise(
                 Ok((other, _)) => break End::Lost(format!("unexpected message from init: {other:?}")),
                 Err(e) => break End::Lost(format!("the sandbox's init ended unexpectedly: {e}")),
             },
-            violation = async { next_violation(listener.as_ref()?).await }, if listener.is_some() => match violation {
-                Some(name) => stop_now = Some(Stop::Syscall(name)),
-                None => listener = None,
+            found = &mut violation, if violation_pending => {
+                violation_pending = false;
+                if let Ok(Some(name)) = found {
+                    stop_now = Some(Stop::Syscall(name));
+                }
             },
             _ = budget.exceeded_signal.notified(), if stop.is_none() => stop_now = Some(Stop::Output),
             _ = cancel.cancelled(), if stop.is_none() => stop_now = Some(Stop::Cancelled),
@@ -346,7 +346,6 @@ async fn supervise(
         }
     };
     let daemon_wall = started.elapsed().as_secs_f64();
-    drop(listener);
 
     // Every process is gone, so the pipes reach EOF; a client that stopped reading is the
     // only thing that can hold the pumps, and its cancellation releases them.

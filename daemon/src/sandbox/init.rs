@@ -25,6 +25,9 @@ use super::{credentials, landlock, rlimits, rootfs, seccomp, SetupError};
 
 /// Entry point in the cloned child; never returns.
 pub fn main(chan: OwnedFd) -> ! {
+    // Whatever segid inherited from its own parent must not reach the sandbox: keep only
+    // 0-2 (the daemon's, replaced before exec) and the channel.
+    let chan = keep_only(chan);
     let code = match serve(chan.as_raw_fd()) {
         Ok(()) => 0,
         Err(_) => 1,
@@ -32,6 +35,21 @@ pub fn main(chan: OwnedFd) -> ! {
     // SAFETY: _exit ends this single-threaded child without running the parent's atexit
     // handlers or flushing buffers it shares with the daemon.
     unsafe { libc::_exit(code) }
+}
+
+/// Moves `chan` to fd 3 and closes every descriptor above it.
+fn keep_only(chan: OwnedFd) -> OwnedFd {
+    // SAFETY: dup3 onto 3 (or no-op when already 3), then close_range above it; only
+    // descriptors of this freshly cloned process are touched.
+    unsafe {
+        let raw = chan.as_raw_fd();
+        if raw != 3 {
+            libc::dup3(raw, 3, libc::O_CLOEXEC);
+        }
+        libc::close_range(4, u32::MAX, 0);
+        std::mem::forget(chan);
+        OwnedFd::from_raw_fd(3)
+    }
 }
 
 struct Stdio {
@@ -98,22 +116,23 @@ fn setup(plan: &SandboxPlan, stdio: &Stdio) -> Result<OwnedFd, SetupError> {
         .map_err(|e| SetupError::new("cgroup namespace", e.to_string()))?;
     nix::unistd::sethostname(&plan.hostname).map_err(|e| SetupError::new("hostname", e.to_string()))?;
     let sources = rootfs::open_sources(plan)?;
+    rootfs::mount_root(plan, plan.inside_id)?;
     credentials::become_inside(plan.inside_id)?;
     rootfs::build(plan, sources)?;
     if let Some(files) = &stdio.files {
         place_files(plan, files)?;
     }
-    rootfs::pivot(plan)?;
+    rootfs::pivot()?;
     credentials::drop_all(plan.can_setgroups)?;
     landlock::restrict(plan)?;
     // Last: the filter need not allow anything the setup above does.
     seccomp::load(&plan.seccomp_bpf)
 }
 
-/// Writes the request's files into the box (still reachable at `<new_root>/box`).
+/// Writes the request's files into the box (`box`, below the working directory: the new root).
 fn place_files(plan: &SandboxPlan, files: &OwnedFd) -> Result<(), SetupError> {
     let fail = |e: std::io::Error| SetupError::new("box files", e.to_string());
-    let box_dir = plan.new_root.join("box");
+    let box_dir = PathBuf::from("box");
     let mut source = std::fs::File::from(files.try_clone().map_err(fail)?);
     let id = Some(plan.inside_id);
     for entry in &plan.files {
@@ -377,6 +396,7 @@ fn open_in_box(path: &str) -> Result<(OwnedFd, u64), String> {
     .map_err(|e| format!("cannot open /box: {e}"))?;
     // SAFETY: the kernel just returned this descriptor.
     let box_dir = unsafe { OwnedFd::from_raw_fd(box_dir) };
+    // SAFETY: open_how is plain integers, for which all-zero is valid.
     let mut how: libc::open_how = unsafe { std::mem::zeroed() };
     how.flags = (libc::O_RDONLY | libc::O_CLOEXEC | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY) as u64;
     how.resolve = libc::RESOLVE_BENEATH | libc::RESOLVE_NO_SYMLINKS | libc::RESOLVE_NO_MAGICLINKS;

@@ -63,21 +63,27 @@ pub fn open_sources(plan: &SandboxPlan) -> Result<Vec<Source>, SetupError> {
     Ok(sources)
 }
 
-/// Builds the new root at `plan.new_root` from `sources`.
-pub fn build(plan: &SandboxPlan, sources: Vec<Source>) -> Result<(), SetupError> {
-    let root = &plan.new_root;
+/// Mounts the new root's tmpfs on `plan.new_root` and makes it the working directory. Done
+/// before init takes the sandbox's identity: the path to the state directory may be closed
+/// to that identity (a 0700 directory), and from here on everything is relative to ".".
+pub fn mount_root(plan: &SandboxPlan, inside_id: u32) -> Result<(), SetupError> {
     // Nothing we mount may propagate back to the host's mount namespace.
     mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
         .map_err(step("make / private"))?;
     mount(
         Some("segi"),
-        root,
+        &plan.new_root,
         Some("tmpfs"),
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-        Some("size=1m,nr_inodes=4096,mode=0755"),
+        Some(format!("size=1m,nr_inodes=4096,mode=0755,uid={inside_id},gid={inside_id}").as_str()),
     )
     .map_err(step("mount the root tmpfs"))?;
+    nix::unistd::chdir(&plan.new_root).map_err(step("chdir to the new root"))
+}
 
+/// Fills the new root (the working directory) from `sources`.
+pub fn build(plan: &SandboxPlan, sources: Vec<Source>) -> Result<(), SetupError> {
+    let root = Path::new(".");
     for source in sources {
         bind_readonly(source, root)?;
     }
@@ -91,11 +97,9 @@ pub fn build(plan: &SandboxPlan, sources: Vec<Source>) -> Result<(), SetupError>
 /// Switches to the new root. pivot_root, not chroot: a chroot keeps the host tree reachable
 /// (a second chroot plus `..` walks out), whereas after pivot_root and the lazy unmount of the
 /// old root the host tree is simply absent from this mount namespace.
-pub fn pivot(plan: &SandboxPlan) -> Result<(), SetupError> {
-    let root = &plan.new_root;
+pub fn pivot() -> Result<(), SetupError> {
     // The root tmpfs only holds mount points: read-only from here on.
-    setattr(root, MOUNT_ATTR_RDONLY, false).map_err(step("make the root read-only"))?;
-    nix::unistd::chdir(root).map_err(step("chdir to the new root"))?;
+    setattr(Path::new("."), MOUNT_ATTR_RDONLY, false).map_err(step("make the root read-only"))?;
     // pivot_root(".", ".") stacks the old root on top of the new one; unmounting "." then
     // removes exactly the old root (the trick from pivot_root(2)).
     nix::unistd::pivot_root(".", ".").map_err(step("pivot_root"))?;

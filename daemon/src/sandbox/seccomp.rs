@@ -125,7 +125,7 @@ pub fn compile(rules: &[Rule]) -> Result<(Vec<u8>, Vec<String>), CompileError> {
 /// notification listener. Requires no_new_privs.
 pub fn load(bpf: &[u8]) -> Result<OwnedFd, SetupError> {
     const INSN: usize = std::mem::size_of::<libc::sock_filter>();
-    if bpf.is_empty() || bpf.len() % INSN != 0 || bpf.len() / INSN > u16::MAX as usize {
+    if bpf.is_empty() || !bpf.len().is_multiple_of(INSN) || bpf.len() / INSN > u16::MAX as usize {
         return Err(SetupError::new("seccomp", format!("filter of {} bytes is not BPF", bpf.len())));
     }
     // Copy into properly aligned instructions.

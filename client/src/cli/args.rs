@@ -1,0 +1,329 @@
+//! The command line as the user writes it (`interface.md`), before any file is read.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use segi_proto::units::{parse_duration, parse_size};
+
+const TOP_HELP: &str = "\
+Examples:
+  segi-client ping
+  segi-client run --time 1s --memory 256M -- sh -c 'echo hi'
+  segi-client help run
+
+Exit status of `run`: the program's exit code if it exited, 128+N if it was killed by
+signal N (a limit included), 125 if segi-client or segid failed.";
+
+const PING_HELP: &str = "\
+Prints `pong (segid VERSION)`, or with --json the answer as one JSON line.
+
+Example:
+  $ segi-client ping
+  pong (segid 0.1.0)";
+
+const CAPABILITIES_HELP: &str = "\
+Shows what the daemon's host can enforce: cgroup version and controllers, landlock ABI,
+seccomp, user namespaces, the limits that fall back to a weaker mechanism, the policies and
+methods the daemon offers. With --json, prints the answer as one JSON line.
+
+Example:
+  $ segi-client capabilities
+  version            0.1.0
+  cgroup             v2 (cpu, memory, pids)
+  ...";
+
+const RUN_HELP: &str = "\
+PROGRAM runs in a fresh sandbox whose working directory is /box. Each --file puts a host
+file in /box (BOXPATH is relative to /box; the host file's executable bit is kept). Each
+--collect copies a regular file out of /box to HOSTPATH after the run. segi-client reads and
+writes these host files itself.
+
+Sizes: bytes or a number with K, M, G (also KiB, MiB, GiB), e.g. 64K, 256M, 1G.
+Durations: seconds or a number with ms, s or m, e.g. 1.5, 500ms, 2s, 1m.
+A limit left out takes the policy's default; one above the policy's maximum is refused.
+
+Without --json, the program's stdout and stderr are forwarded as they come and a summary goes
+to stderr at the end:
+  segi: TLE cpu=1.003s wall=1.004s memory=1.2MiB signal=9 limit=cpu_time
+With --json, stdout carries only JSON Lines: each output event
+({\"type\":\"stdout\",\"text\":\"...\"}, or \"base64\" for bytes that are not UTF-8), then the
+result object (collected files are written to their HOSTPATH and left out of it).
+
+Exit status: the program's exit code if it exited; 128+N if it was killed by signal N (a limit
+included; 137 for a limit without a signal); 125 if segi-client or segid failed; 130 if
+interrupted.
+
+Example:
+  $ segi-client run --time 2s --memory 256M --file prog=./a.out \\
+        --stdin tests/1.in --collect out.txt=./1.out -- ./prog
+  segi: OK cpu=0.120s wall=0.131s memory=3.1MiB exit=0";
+
+/// Talks to segid, the segi sandbox daemon.
+#[derive(Debug, Parser)]
+#[command(name = "segi-client", version, after_help = TOP_HELP)]
+pub struct Cli {
+    /// The daemon's socket [default: /run/segi/segid.sock for root, else
+    /// $XDG_RUNTIME_DIR/segi/segid.sock]
+    #[arg(long, global = true, env = "SEGID_SOCKET", value_name = "PATH")]
+    pub socket: Option<PathBuf>,
+
+    /// Print JSON Lines on stdout instead of readable text
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+// Parsed once per process: the size of the enum does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Checks that segid answers, and shows its version
+    #[command(after_help = PING_HELP)]
+    Ping,
+    /// Shows what segid can enforce on this host
+    #[command(after_help = CAPABILITIES_HELP)]
+    Capabilities,
+    /// Runs a program in a fresh sandbox
+    #[command(after_help = RUN_HELP)]
+    Run(RunArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The policy to run under (default, compile, evaluator, ...)
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    pub policy: String,
+
+    /// CPU time of all the run's processes
+    #[arg(long, value_name = "DUR", value_parser = duration)]
+    pub time: Option<f64>,
+
+    /// Wall-clock time
+    #[arg(long = "wall-time", value_name = "DUR", value_parser = duration)]
+    pub wall_time: Option<f64>,
+
+    /// Peak memory of the run
+    #[arg(long, value_name = "SIZE", value_parser = size)]
+    pub memory: Option<u64>,
+
+    /// Processes and threads alive at once
+    #[arg(long, value_name = "N", value_parser = count)]
+    pub processes: Option<u64>,
+
+    /// Bytes of stdout plus stderr
+    #[arg(long, value_name = "SIZE", value_parser = size)]
+    pub output: Option<u64>,
+
+    /// Largest file the program may write
+    #[arg(long = "file-size", value_name = "SIZE", value_parser = size)]
+    pub file_size: Option<u64>,
+
+    /// A host file to feed to the program's stdin [default: empty]
+    #[arg(long, value_name = "PATH")]
+    pub stdin: Option<PathBuf>,
+
+    /// Put the host file HOSTPATH at BOXPATH in /box (repeatable)
+    #[arg(long = "file", value_name = "BOXPATH=HOSTPATH", value_parser = mapping)]
+    pub files: Vec<PathMapping>,
+
+    /// Add a variable to the policy's environment (repeatable)
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = env_var)]
+    pub env: Vec<(String, String)>,
+
+    /// After the run, copy BOXPATH out of /box to the host file HOSTPATH (repeatable)
+    #[arg(long = "collect", value_name = "BOXPATH=HOSTPATH", value_parser = mapping)]
+    pub collect: Vec<PathMapping>,
+
+    /// The program and its arguments (after `--`)
+    #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
+}
+
+/// `BOXPATH=HOSTPATH` of `--file` and `--collect`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathMapping {
+    pub box_path: String,
+    pub host_path: PathBuf,
+}
+
+fn duration(text: &str) -> Result<f64, String> {
+    parse_duration(text).map_err(|e| e.to_string())
+}
+
+fn size(text: &str) -> Result<u64, String> {
+    parse_size(text).map_err(|e| e.to_string())
+}
+
+fn count(text: &str) -> Result<u64, String> {
+    text.trim().parse().map_err(|_| format!("expected a whole number, e.g. 16, not {text:?}"))
+}
+
+/// Splits on the first `=`: a host path may contain `=`, a box path should not.
+fn mapping(text: &str) -> Result<PathMapping, String> {
+    match text.split_once('=') {
+        Some((box_path, host_path)) if !box_path.is_empty() && !host_path.is_empty() => {
+            Ok(PathMapping { box_path: box_path.to_owned(), host_path: host_path.into() })
+        }
+        _ => Err(format!("expected BOXPATH=HOSTPATH, e.g. prog=./a.out, not {text:?}")),
+    }
+}
+
+/// Splits on the first `=`: values may contain `=`, names may not.
+fn env_var(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("expected KEY=VALUE, e.g. LANG=C.UTF-8, not {text:?}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("segi-client").chain(args.iter().copied()))
+    }
+
+    fn run(args: &[&str]) -> RunArgs {
+        match parse(args).unwrap().command {
+            Command::Run(run) => run,
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    fn usage_error(args: &[&str]) -> String {
+        parse(args).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn the_full_run_line() {
+        let args = run(&[
+            "run",
+            "--policy",
+            "compile",
+            "--time",
+            "500ms",
+            "--wall-time",
+            "2",
+            "--memory",
+            "256M",
+            "--processes",
+            "8",
+            "--output",
+            "64K",
+            "--file-size",
+            "1G",
+            "--stdin",
+            "in.txt",
+            "--file",
+            "prog=./a.out",
+            "--env",
+            "A=1",
+            "--collect",
+            "out=./out.txt",
+            "--",
+            "./prog",
+            "-x",
+            "--y",
+        ]);
+        assert_eq!(args.policy, "compile");
+        assert_eq!(args.time, Some(0.5));
+        assert_eq!(args.wall_time, Some(2.0));
+        assert_eq!(args.memory, Some(256 << 20));
+        assert_eq!(args.processes, Some(8));
+        assert_eq!(args.output, Some(64 << 10));
+        assert_eq!(args.file_size, Some(1 << 30));
+        assert_eq!(args.stdin, Some("in.txt".into()));
+        assert_eq!(args.env, vec![("A".into(), "1".into())]);
+        assert_eq!(args.command, ["./prog", "-x", "--y"]);
+    }
+
+    #[test]
+    fn defaults() {
+        let args = run(&["run", "--", "true"]);
+        assert_eq!(args.policy, "default");
+        assert_eq!((args.time, args.memory, args.stdin), (None, None, None));
+        assert!(args.files.is_empty() && args.collect.is_empty() && args.env.is_empty());
+    }
+
+    #[test]
+    fn mappings_split_on_the_first_equals_sign() {
+        let args = run(&["run", "--file", "a=b=c", "--collect", "out.txt=dir/x=y", "--env", "K=v=w", "--", "x"]);
+        assert_eq!(args.files, [PathMapping { box_path: "a".into(), host_path: "b=c".into() }]);
+        assert_eq!(args.collect, [PathMapping { box_path: "out.txt".into(), host_path: "dir/x=y".into() }]);
+        assert_eq!(args.env, [("K".to_owned(), "v=w".to_owned())]);
+    }
+
+    #[test]
+    fn repeated_flags_accumulate() {
+        let args = run(&["run", "--file", "a=1", "--file", "b=2", "--", "x"]);
+        assert_eq!(args.files.len(), 2);
+    }
+
+    #[test]
+    fn malformed_mappings_are_usage_errors() {
+        for bad in ["prog", "=./a.out", "prog="] {
+            let message = usage_error(&["run", "--file", bad, "--", "x"]);
+            assert!(message.contains("--file") && message.contains("BOXPATH=HOSTPATH"), "{message}");
+        }
+        let message = usage_error(&["run", "--collect", "out", "--", "x"]);
+        assert!(message.contains("--collect"), "{message}");
+        let message = usage_error(&["run", "--env", "=1", "--", "x"]);
+        assert!(message.contains("--env") && message.contains("KEY=VALUE"), "{message}");
+    }
+
+    #[test]
+    fn bad_sizes_name_the_flag_and_the_forms() {
+        for flag in ["--memory", "--output", "--file-size"] {
+            let message = usage_error(&["run", flag, "12X", "--", "x"]);
+            assert!(message.contains(flag), "{message}");
+            assert!(message.contains("256M"), "{message}");
+        }
+    }
+
+    #[test]
+    fn bad_durations_name_the_flag_and_the_forms() {
+        for flag in ["--time", "--wall-time"] {
+            let message = usage_error(&["run", flag, "soon", "--", "x"]);
+            assert!(message.contains(flag), "{message}");
+            assert!(message.contains("500ms"), "{message}");
+        }
+        let message = usage_error(&["run", "--processes", "many", "--", "x"]);
+        assert!(message.contains("--processes") && message.contains("whole number"), "{message}");
+    }
+
+    #[test]
+    fn program_is_required() {
+        assert!(parse(&["run"]).is_err());
+        assert!(parse(&["run", "--time", "1", "--"]).is_err());
+    }
+
+    #[test]
+    fn program_without_the_double_dash() {
+        let args = run(&["run", "--time", "1", "sh", "-c", "echo --time"]);
+        assert_eq!(args.time, Some(1.0));
+        assert_eq!(args.command, ["sh", "-c", "echo --time"]);
+    }
+
+    #[test]
+    fn global_options_go_anywhere() {
+        let cli = parse(&["run", "--json", "--socket", "/tmp/s.sock", "--", "true"]).unwrap();
+        assert!(cli.json);
+        assert_eq!(cli.socket, Some("/tmp/s.sock".into()));
+        let cli = parse(&["--json", "ping"]).unwrap();
+        assert!(cli.json && matches!(cli.command, Command::Ping));
+    }
+
+    #[test]
+    fn every_subcommand_has_an_example() {
+        use clap::CommandFactory;
+        let mut command = Cli::command();
+        for name in ["ping", "capabilities", "run"] {
+            let help = command.find_subcommand_mut(name).unwrap().render_long_help().to_string();
+            assert!(help.contains("Example:"), "{name}: {help}");
+            assert!(help.contains(&format!("segi-client {name}")), "{name}: {help}");
+        }
+    }
+}
