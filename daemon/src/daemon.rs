@@ -5,6 +5,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, RwLock};
 
 use tokio::sync::Semaphore;
+use tokio_util::task::TaskTracker;
 
 use crate::host::Host;
 use crate::policy::Policies;
@@ -27,7 +28,9 @@ pub struct Daemon {
     pub zygote: Zygote,
     pub ids: IdPool,
     /// Bounds concurrent runs; further runs wait their turn.
-    pub run_slots: Semaphore,
+    pub run_slots: Arc<Semaphore>,
+    /// Every run's task, so that a stop waits for their cleanup.
+    pub runs: TaskTracker,
     pub run_counter: AtomicU64,
     /// An empty directory each init mounts its new root on, inside its own mount namespace.
     pub new_root: PathBuf,

@@ -55,4 +55,7 @@ pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener, shutdown: Cancel
     if tokio::time::timeout(grace, tracker.wait()).await.is_err() {
         tracing::warn!("connections still open after the grace period");
     }
+    // Connections are gone, so every run is cancelled; wait for their cleanup.
+    daemon.runs.close();
+    daemon.runs.wait().await;
 }

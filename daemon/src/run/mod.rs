@@ -17,7 +17,7 @@ use std::time::Duration;
 use segi_proto::run::Collected;
 use segi_proto::{Event, Payload, RunResult};
 use tokio::io::unix::AsyncFd;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -70,13 +70,17 @@ fn failed_before_start(prepared: &Prepared, why: String) -> RunResult {
     })
 }
 
-/// Runs `prepared` to the end. Events go to `events`; `cancel` ends the run early.
+/// Runs `prepared` to the end. Events go to `events`; `cancel` ends the run early. The result
+/// goes to `result` as soon as it is known, before the teardown (init's exit, the cgroup's
+/// removal), which this future still completes: a caller answers early and tracks the future
+/// so that shutdown waits for the cleanup.
 pub async fn execute(
     daemon: Arc<Daemon>,
     mut prepared: Prepared,
     events: mpsc::Sender<Event>,
     cancel: CancellationToken,
-) -> RunResult {
+    result: oneshot::Sender<RunResult>,
+) {
     let seq = daemon.run_counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let hierarchy = daemon.host.cgroup.as_ref().ok();
     let measured_by = match hierarchy {
@@ -88,7 +92,10 @@ pub async fn execute(
     let pool_id = if daemon.host.root {
         match daemon.ids.take() {
             Some(id) => Some(id),
-            None => return failed_before_start(&prepared, "no free sandbox uid".into()),
+            None => {
+                let _ = result.send(failed_before_start(&prepared, "no free sandbox uid".into()));
+                return;
+            }
         }
     } else {
         None
@@ -104,7 +111,10 @@ pub async fn execute(
             CgroupLimits { memory: limits.memory, pids: limits.processes + 1 },
         ) {
             Ok(cg) => Some(cg),
-            Err(e) => return failed_before_start(&prepared, format!("cannot create the run's cgroup: {e}")),
+            Err(e) => {
+                let _ = result.send(failed_before_start(&prepared, format!("cannot create the run's cgroup: {e}")));
+                return;
+            }
         },
         None => {
             // Fallback, reported in capabilities: per-process rlimits instead of the cgroup.
@@ -115,15 +125,39 @@ pub async fn execute(
             None
         }
     };
-    let result =
+    let t_setup = std::time::Instant::now();
+    let (run_result, teardown) =
         supervise(&daemon, &prepared, cgroup.as_ref(), outer_uid, outer_gid, measured_by, events, cancel).await;
+    let t_supervised = t_setup.elapsed();
+    let _ = result.send(run_result);
+    if let Some(teardown) = teardown {
+        teardown.finish().await;
+    }
     if let Some(cg) = cgroup {
         if let Err(e) = cg.remove().await {
             tracing::error!(error = %e, "a run's cgroup could not be removed");
         }
     }
+    tracing::debug!(?t_supervised, removed = ?t_setup.elapsed(), "run teardown");
     drop(pool_id);
-    result
+}
+
+/// What is left of a run once its result is known: init, waiting to be told to exit.
+struct Teardown {
+    chan: InitChannel,
+    init: InitGuard,
+}
+
+impl Teardown {
+    /// Lets init exit, and makes sure it has: only then may the cgroup go and the uid be reused.
+    async fn finish(self) {
+        let _ = self.chan.send(&ToInit::Finish, &[]);
+        let _ = tokio::time::timeout(KILL_GRACE, self.chan.recv()).await;
+        if !self.init.exited(Duration::from_millis(50)).await {
+            self.init.kill();
+            self.init.exited(Duration::from_secs(5)).await;
+        }
+    }
 }
 
 /// Kills init (and with it its pid namespace) if a run is abandoned half-way.
@@ -224,9 +258,9 @@ async fn supervise(
     measured_by: &'static str,
     events: mpsc::Sender<Event>,
     cancel: CancellationToken,
-) -> RunResult {
+) -> (RunResult, Option<Teardown>) {
     let limits = prepared.limits;
-    let fail = |why: String| failed_before_start(prepared, why);
+    let fail = |why: String| (failed_before_start(prepared, why), None);
     let Ok((daemon_end, init_end)) = channel::pair() else {
         return fail("cannot create the init channel".into());
     };
@@ -235,12 +269,14 @@ async fn supervise(
         (Ok(a), Ok(b)) => (a, b),
         _ => return fail("cannot create output pipes".into()),
     };
+    let t0 = Instant::now();
     let spawner = daemon.clone();
     let spawned = match tokio::task::spawn_blocking(move || spawner.zygote.spawn(init_end)).await {
         Ok(Ok(spawned)) => spawned,
         Ok(Err(e)) => return fail(e.to_string()),
         Err(e) => return fail(format!("spawn task failed: {e}")),
     };
+    let t_spawned = t0.elapsed();
     let init = InitGuard { pidfd: spawned.pidfd };
     if let Err(e) = idmap::write(spawned.pid, INSIDE_ID, outer_uid, outer_gid, !daemon.host.root) {
         return fail(format!("cannot write the user namespace's id maps: {e}"));
@@ -284,6 +320,7 @@ async fn supervise(
         Err(_) => return fail(format!("setup took more than {}s", SETUP_TIMEOUT.as_secs())),
     };
     let started = Instant::now();
+    let t_ready = t0.elapsed();
     // Only the first forbidden call matters: it ends the run.
     let mut violation = first_violation(listener);
     let mut violation_pending = true;
@@ -361,17 +398,11 @@ async fn supervise(
     } else {
         Vec::new()
     };
-    let _ = chan.send(&ToInit::Finish, &[]);
-    let _ = tokio::time::timeout(KILL_GRACE, chan.recv()).await;
-    if !init.exited(Duration::from_millis(50)).await {
-        init.kill();
-        init.exited(Duration::from_secs(5)).await;
-    }
-
+    tracing::debug!(?t_spawned, ?t_ready, end = ?t0.elapsed(), "run phases");
     let mut result =
         decide(&Outcome { end, stop, usage, limits, output_bytes: budget.used(), daemon_wall, measured_by });
     result.collected = collected;
-    result
+    (result, Some(Teardown { chan, init }))
 }
 
 /// Asks init for the files and reads them, each up to `max` bytes.

@@ -37,17 +37,27 @@ pub fn main(chan: OwnedFd) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-/// Moves `chan` to fd 3 and closes every descriptor above it.
+/// Moves `chan` to fd 3, points 0-2 at /dev/null and closes every descriptor above 3.
 fn keep_only(chan: OwnedFd) -> OwnedFd {
-    // SAFETY: dup3 onto 3 (or no-op when already 3), then close_range above it; only
-    // descriptors of this freshly cloned process are touched.
+    // SAFETY: dup3/close_range on this freshly cloned process's own descriptors; nothing else
+    // in this single-threaded process holds them.
     unsafe {
         let raw = chan.as_raw_fd();
         if raw != 3 {
             libc::dup3(raw, 3, libc::O_CLOEXEC);
         }
-        libc::close_range(4, u32::MAX, 0);
         std::mem::forget(chan);
+        libc::close_range(4, u32::MAX, 0);
+        // 0-2 were the daemon's own (its log, say); init never needs them.
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR | libc::O_CLOEXEC);
+        if null >= 0 {
+            for fd in 0..3 {
+                libc::dup2(null, fd);
+            }
+            if null > 3 {
+                libc::close(null);
+            }
+        }
         OwnedFd::from_raw_fd(3)
     }
 }

@@ -6,7 +6,7 @@ use std::time::Instant;
 use segi_proto::jsonrpc::{self, event_notification, Response, RpcError};
 use segi_proto::{Event, RunRequest};
 use serde_json::Value;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::rpc::connection::Context;
 use crate::run::{self, request};
@@ -61,8 +61,8 @@ async fn execute(
     policy: String,
 ) {
     // Wait for a run slot, but not past a cancel.
-    let _slot = tokio::select! {
-        slot = ctx.daemon.run_slots.acquire() => match slot {
+    let slot = tokio::select! {
+        slot = ctx.daemon.run_slots.clone().acquire_owned() => match slot {
             Ok(slot) => slot,
             Err(_) => return ctx.reply(Response::failure(id, RpcError::new(jsonrpc::SHUTTING_DOWN, "segid is shutting down"))).await,
         },
@@ -80,7 +80,19 @@ async fn execute(
             }
         }
     });
-    let result = run::execute(ctx.daemon.clone(), prepared, events, cancel).await;
+    // The run's task outlives this reply (teardown) and holds the slot until it is done.
+    let (result_tx, result_rx) = oneshot::channel();
+    let run = run::execute(ctx.daemon.clone(), prepared, events, cancel, result_tx);
+    ctx.daemon.runs.spawn(async move {
+        run.await;
+        drop(slot);
+    });
+    let result = match result_rx.await {
+        Ok(result) => result,
+        Err(_) => {
+            return ctx.reply(Response::failure(id, RpcError::internal("the run's task ended without a result"))).await
+        }
+    };
     // All events are out before the response.
     let _ = forwarder.await;
     tracing::info!(
