@@ -4,7 +4,7 @@
 use std::time::Instant;
 
 use segi_proto::jsonrpc::{self, event_notification, Response, RpcError};
-use segi_proto::{Event, RunRequest};
+use segi_proto::{Event, RunRequest, Verdict};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -82,6 +82,7 @@ async fn execute(
     });
     // The run's task outlives this reply (teardown) and holds the slot until it is done.
     let (result_tx, result_rx) = oneshot::channel();
+    let cancelled = cancel.clone();
     let run = run::execute(ctx.daemon.clone(), prepared, events, cancel, result_tx);
     ctx.daemon.runs.spawn(async move {
         run.await;
@@ -110,6 +111,13 @@ async fn execute(
         "run"
     );
     let response = match serde_json::to_value(&result) {
+        // Stopped by `cancel` (or the connection closing) before it ended by itself: an error,
+        // with what was measured until then as its data.
+        Ok(value) if cancelled.is_cancelled() && result.verdict == Verdict::IE => {
+            let mut error = RpcError::new(jsonrpc::CANCELLED, "the run was cancelled");
+            error.data = Some(value);
+            Response::failure(id, error)
+        }
         Ok(value) => Response::success(id, value),
         Err(e) => Response::failure(id, RpcError::internal(e.to_string())),
     };
