@@ -33,7 +33,7 @@ impl Summary {
 /// The median of sorted, non-empty `ms` (the mean of the middle two for an even count).
 fn median(ms: &[f64]) -> f64 {
     let mid = ms.len() / 2;
-    if ms.len() % 2 == 0 {
+    if ms.len().is_multiple_of(2) {
         (ms[mid - 1] + ms[mid]) / 2.0
     } else {
         ms[mid]

@@ -148,10 +148,13 @@ fn run(args: Args) -> anyhow::Result<()> {
             tracing::info!("stopping: cancelling runs and cleaning up");
             signals.cancel();
         });
+        let new_root = daemon.new_root.clone();
         segid::rpc::server::serve(daemon, listener, shutdown, Duration::from_secs(10)).await;
         if listen_fd.is_none() {
             let _ = std::fs::remove_file(&socket);
         }
+        // The mount point of every run's root, empty now that every run is gone.
+        let _ = std::fs::remove_dir(&new_root);
         anyhow::Ok(())
     })
 }

@@ -3,8 +3,10 @@
 use std::fs;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::mpsc;
 use std::sync::{Mutex, OnceLock};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -19,7 +21,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the daemon may take to exit after SIGTERM before it is killed.
 const STOP_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long one `segi-client` invocation may take before the test gives up on it.
-pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(90);
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A `segid` running on a socket in its own temporary directory:
 /// `dir/segid.sock`, `dir/policies/` (the repository's policies plus the test's own),
@@ -69,7 +71,7 @@ impl Daemon {
         if std::env::var_os("RUST_LOG").is_none() {
             command.env("RUST_LOG", "info");
         }
-        let child = command.spawn().expect("spawn segid");
+        let child = spawn_tied_to_this_process(command).expect("spawn segid");
         let daemon = Daemon { dir, pid: child.id(), child: Mutex::new(Some(child)) };
         daemon.wait_until_ready();
         daemon
@@ -357,6 +359,46 @@ pub fn run_with_timeout(command: &mut Command, timeout: Duration) -> Output {
         thread::sleep(Duration::from_millis(5));
     };
     Output { status, stdout: out_reader.join().unwrap_or_default(), stderr: err_reader.join().unwrap_or_default() }
+}
+
+type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
+
+/// Spawns `command` so that it gets SIGTERM when this test process dies, however it dies (a
+/// test binary killed by a timeout never runs its exit handlers). The signal follows the death
+/// of the spawning *thread*, and libtest ends a thread with each test, so every such child is
+/// spawned by one thread that lives as long as the process.
+fn spawn_tied_to_this_process(mut command: Command) -> std::io::Result<Child> {
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (requests, incoming) = mpsc::channel::<SpawnRequest>();
+        thread::Builder::new()
+            .name("segi-tests-spawner".into())
+            .spawn(move || {
+                for (mut command, reply) in incoming {
+                    let _ = reply.send(command.spawn());
+                }
+            })
+            .expect("start the spawner thread");
+        Mutex::new(requests)
+    });
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: between fork and exec only async-signal-safe calls are made (prctl, getppid,
+    // _exit), touching no memory of the parent.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The test process may have died before the prctl took effect.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+    let (reply, answer) = mpsc::channel();
+    spawner.lock().unwrap_or_else(|p| p.into_inner()).send((command, reply)).expect("spawner thread alive");
+    answer.recv().expect("spawner thread answered")
 }
 
 fn copy_dir(from: &Path, to: &Path) {

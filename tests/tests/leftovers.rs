@@ -25,6 +25,7 @@ fn nothing_is_left_after_nasty_runs_and_shutdown() {
 
     let daemon = Daemon::start();
     let dir = daemon.dir().to_path_buf();
+    let daemon_pid = daemon.pid();
     let dir_text = dir.display().to_string();
 
     // A first run, so that everything the daemon sets up once is set up; then its fds.
@@ -163,7 +164,8 @@ fn nothing_is_left_after_nasty_runs_and_shutdown() {
     let leftovers = || {
         let mut found = Vec::new();
         for p in host::processes_with_uid_in(SANDBOX_UIDS) {
-            if !sandbox_pids_before.contains(&p.pid) {
+            let cgroups = std::fs::read_to_string(format!("/proc/{}/cgroup", p.pid)).unwrap_or_default();
+            if !sandbox_pids_before.contains(&p.pid) && !another_live_segid(&cgroups, daemon_pid) {
                 found.push(format!("sandbox-uid process: {p}"));
             }
         }
@@ -179,6 +181,9 @@ fn nothing_is_left_after_nasty_runs_and_shutdown() {
             found.push(format!("fork bomb process: {p}"));
         }
         for cgroup in host::segi_cgroups().difference(&cgroups_before) {
+            if another_live_segid(&cgroup.display().to_string(), daemon_pid) {
+                continue;
+            }
             found.push(format!("cgroup: {}", cgroup.display()));
         }
         for line in host::mounts_mentioning(&dir_text) {
@@ -199,13 +204,33 @@ fn nothing_is_left_after_nasty_runs_and_shutdown() {
     let own_prefix = format!("{}{}-", segi_tests::TEMP_PREFIX, std::process::id());
     for entry in host::segi_temp_entries().difference(&temp_before) {
         let name = entry.file_name().unwrap_or_default().to_string_lossy();
-        if !name.starts_with(&own_prefix) {
+        if !name.starts_with(&own_prefix) && !another_live_test(&name) {
             problems.push(format!("new temporary entry: {}", entry.display()));
         }
     }
 
     drop(daemon);
     assert!(problems.is_empty(), "left behind:\n{}", problems.join("\n"));
+}
+
+/// Whether `text` (a cgroup path) names a run cgroup `segi-<pid>-<n>` of a segid other than
+/// ours that is still running: another developer's daemon on the same host, not our leftover.
+fn another_live_segid(text: &str, ours: u32) -> bool {
+    text.split(['/', '\n', ':']).any(|part| {
+        let Some(rest) = part.strip_prefix("segi-") else { return false };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else { return false };
+        pid != ours && std::path::Path::new(&format!("/proc/{pid}")).exists()
+    })
+}
+
+/// Whether a temporary entry belongs to another test process that is still running (this
+/// suite's `segi-test-<pid>-...` or the client's `segi-client-test-<pid>...`).
+fn another_live_test(name: &str) -> bool {
+    let rest = name.strip_prefix(segi_tests::TEMP_PREFIX).or_else(|| name.strip_prefix("segi-client-test-"));
+    let Some(pid) = rest.and_then(|r| r.split('-').next()).and_then(|p| p.parse::<u32>().ok()) else {
+        return false;
+    };
+    pid != std::process::id() && std::path::Path::new(&format!("/proc/{pid}")).exists()
 }
 
 fn strings(args: &[&str]) -> Vec<String> {

@@ -57,7 +57,7 @@ fn examples_in(text: &str) -> Result<Vec<Example>, String> {
                 let Some(marker) = ["```", "~~~"].into_iter().find(|m| trimmed.starts_with(m)) else { continue };
                 let fence_char = marker.chars().next().unwrap();
                 let fence_len = trimmed.chars().take_while(|&c| c == fence_char).count();
-                let fence: String = std::iter::repeat(fence_char).take(fence_len).collect();
+                let fence = fence_char.to_string().repeat(fence_len);
                 let info = trimmed[fence_len..].trim();
                 let example = (info.split_whitespace().next() == Some("jsonrpc"))
                     .then(|| Example { line: number, steps: Vec::new() });

@@ -140,15 +140,16 @@ fn touching_100m_reports_100m_of_memory() {
 fn a_1g_output_under_output_1m_is_ole() {
     let run = daemon().run_json(&["--output", "1M", "--file", &program("flood"), "--", "./flood", "1024"]);
     let r = &run.result;
-    assert_eq!(r.verdict, Verdict::OLE, "{}", run.describe());
-    assert_eq!(r.limit, Some(LimitKind::Output), "{}", run.describe());
-    assert!(r.output_bytes <= MIB, "output_bytes {} above the 1 MiB limit", r.output_bytes);
     let streamed = run.stream("stdout").len() as u64 + run.stream("stderr").len() as u64;
-    assert!(streamed <= MIB, "{streamed} bytes of output events under a 1 MiB limit");
-    assert!(streamed >= MIB / 2, "only {streamed} bytes streamed before the limit hit");
+    let context = format!("{} bytes streamed, client took {:?}\n{}", streamed, run.elapsed, run.describe());
+    assert_eq!(r.verdict, Verdict::OLE, "{context}");
+    assert_eq!(r.limit, Some(LimitKind::Output), "{context}");
+    assert!(r.output_bytes <= MIB, "output_bytes above the 1 MiB limit: {context}");
+    assert!(streamed <= MIB, "more output events than the 1 MiB limit: {context}");
+    assert!(streamed >= MIB / 2, "less than half the allowed output reached the client: {context}");
     // Stopped at its limit, not after writing the whole GiB.
-    assert!(run.elapsed < Duration::from_secs(5), "the flood took {:?}", run.elapsed);
-    assert!(r.wall_time < 2.0, "{}", run.describe());
+    assert!(run.elapsed < Duration::from_secs(5), "the flood was not stopped quickly: {context}");
+    assert!(r.wall_time < 2.0, "{context}");
 }
 
 #[test]

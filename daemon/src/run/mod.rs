@@ -146,6 +146,8 @@ pub async fn execute(
 struct Teardown {
     chan: InitChannel,
     init: InitGuard,
+    /// Kept open until init is gone, so that a blocked forbidden call never returns.
+    listener: OwnedFd,
 }
 
 impl Teardown {
@@ -157,6 +159,7 @@ impl Teardown {
             self.init.kill();
             self.init.exited(Duration::from_secs(5)).await;
         }
+        drop(self.listener);
     }
 }
 
@@ -234,6 +237,11 @@ fn watch(fd: OwnedFd) -> std::io::Result<AsyncFd<OwnedFd>> {
 /// names its system call. The ioctl blocks and a notification can vanish between a poll and
 /// the ioctl (its process killed), so it must not run on a runtime worker. It returns `None`
 /// when the filter's last user (init) exits.
+///
+/// The notification is never answered: the call stays blocked, never executed, until the
+/// run is killed. The caller keeps its own copy of the listener open until init is gone,
+/// because closing the last one would make the kernel fail the call with ENOSYS and let the
+/// program go on.
 fn first_violation(listener: OwnedFd) -> tokio::task::JoinHandle<Option<String>> {
     tokio::task::spawn_blocking(move || {
         let req = libseccomp::ScmpNotifReq::receive(listener.as_raw_fd()).ok()?;
@@ -322,7 +330,10 @@ async fn supervise(
     let started = Instant::now();
     let t_ready = t0.elapsed();
     // Only the first forbidden call matters: it ends the run.
-    let mut violation = first_violation(listener);
+    let mut violation = match listener.try_clone() {
+        Ok(copy) => first_violation(copy),
+        Err(e) => return fail(format!("seccomp listener: {e}")),
+    };
     let mut violation_pending = true;
 
     let budget = OutputBudget::new(limits.output);
@@ -383,6 +394,12 @@ async fn supervise(
         }
     };
     let daemon_wall = started.elapsed().as_secs_f64();
+    // A forbidden call seen while the end was already on its way still decides the verdict.
+    if violation_pending && violation.is_finished() {
+        if let Ok(Some(name)) = (&mut violation).await {
+            stop = Some(Stop::Syscall(name));
+        }
+    }
 
     // Every process is gone, so the pipes reach EOF; a client that stopped reading is the
     // only thing that can hold the pumps, and its cancellation releases them.
@@ -402,7 +419,7 @@ async fn supervise(
     let mut result =
         decide(&Outcome { end, stop, usage, limits, output_bytes: budget.used(), daemon_wall, measured_by });
     result.collected = collected;
-    (result, Some(Teardown { chan, init }))
+    (result, Some(Teardown { chan, init, listener }))
 }
 
 /// Asks init for the files and reads them, each up to `max` bytes.

@@ -37,8 +37,16 @@ pub enum Source {
 /// mode: host root, which may traverse /root); the mounts are then made from these
 /// descriptors (open_tree) after init has switched to the sandbox's identity.
 pub fn open_sources(plan: &SandboxPlan) -> Result<Vec<Source>, SetupError> {
-    let mut sources = Vec::with_capacity(plan.binds.len());
+    let mut sources: Vec<Source> = Vec::with_capacity(plan.binds.len());
     for path in &plan.binds {
+        // Binds are recursive: a path below an earlier bind (/usr/local under /usr) is already
+        // there, with its submounts.
+        let covered = sources
+            .iter()
+            .any(|s| matches!(s, Source::Tree { path: bound, is_dir: true, .. } if path.starts_with(bound)));
+        if covered {
+            continue;
+        }
         let meta = match std::fs::symlink_metadata(path) {
             Ok(meta) => meta,
             // A policy may name directories some hosts lack (/lib64, /lib32).
