@@ -2,13 +2,15 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, RwLock};
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 
 use crate::host::Host;
 use crate::policy::Policies;
+use crate::run::spawn::Prespawned;
 use crate::sandbox::idmap::IdPool;
 use crate::sandbox::zygote::Zygote;
 
@@ -31,6 +33,9 @@ pub struct Daemon {
     pub run_slots: Arc<Semaphore>,
     /// Every run's task, so that a stop waits for their cleanup.
     pub runs: TaskTracker,
+    /// An init cloned ahead of the next run (see `run::spawn`).
+    pub warm_init: Mutex<Option<Prespawned>>,
+    pub refilling: AtomicBool,
     pub run_counter: AtomicU64,
     /// An empty directory each init mounts its new root on, inside its own mount namespace.
     pub new_root: PathBuf,

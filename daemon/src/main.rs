@@ -118,6 +118,8 @@ fn run(args: Args) -> anyhow::Result<()> {
         ids: IdPool::default(),
         run_slots: Arc::new(tokio::sync::Semaphore::new(max_runs)),
         runs: tokio_util::task::TaskTracker::new(),
+        warm_init: std::sync::Mutex::new(None),
+        refilling: std::sync::atomic::AtomicBool::new(false),
         run_counter: AtomicU64::new(0),
         new_root,
         cgroup_prefix,
@@ -137,6 +139,7 @@ fn run(args: Args) -> anyhow::Result<()> {
             }
         };
         tracing::info!(socket = %socket.display(), zygote = daemon.zygote.pid(), max_runs, "segid ready");
+        segid::run::spawn::refill(&daemon);
         let shutdown = CancellationToken::new();
         let signals = shutdown.clone();
         tokio::spawn(async move {

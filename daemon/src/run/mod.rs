@@ -8,6 +8,7 @@
 
 pub mod output;
 pub mod request;
+pub mod spawn;
 pub mod verdict;
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -25,8 +26,9 @@ use crate::daemon::Daemon;
 use crate::sandbox::cgroup::{CgroupLimits, Hierarchy, RunCgroup};
 use crate::sandbox::channel::{self, ChannelError};
 use crate::sandbox::messages::{FromInit, SandboxPlan, ToInit};
-use crate::sandbox::{idmap, seccomp};
+use crate::sandbox::seccomp;
 use output::{OutputBudget, Stream};
+use spawn::InitGuard;
 use request::Prepared;
 use verdict::{decide, End, Outcome, Stop};
 
@@ -88,22 +90,16 @@ pub async fn execute(
         Some(Hierarchy::V2 { .. }) => "cgroup-v2",
         None => "rusage",
     };
-    // Root mode: a host uid of the run's own. Rootless: the daemon's, the only one it can map.
-    let pool_id = if daemon.host.root {
-        match daemon.ids.take() {
-            Some(id) => Some(id),
-            None => {
-                let _ = result.send(failed_before_start(&prepared, "no free sandbox uid".into()));
-                return;
-            }
+    // The namespaces are usually cloned already, ahead of this request (see spawn).
+    let mut init = match spawn::take(&daemon).await {
+        Ok(init) => init,
+        Err(why) => {
+            let _ = result.send(failed_before_start(&prepared, why));
+            return;
         }
-    } else {
-        None
     };
-    let (outer_uid, outer_gid) = match &pool_id {
-        Some(p) => (p.id, p.id),
-        None => (nix::unistd::geteuid().as_raw(), nix::unistd::getegid().as_raw()),
-    };
+    // The run's host uid stays taken until its cleanup is complete.
+    let pool_id = init.pool_id.take();
     let limits = prepared.limits;
     let cgroup = match hierarchy {
         Some(h) => match h.create(
@@ -127,7 +123,7 @@ pub async fn execute(
     };
     let t_setup = std::time::Instant::now();
     let (run_result, teardown) =
-        supervise(&daemon, &prepared, cgroup.as_ref(), outer_uid, outer_gid, measured_by, events, cancel).await;
+        supervise(&prepared, cgroup.as_ref(), init, measured_by, events, cancel).await;
     let t_supervised = t_setup.elapsed();
     let _ = result.send(run_result);
     if let Some(teardown) = teardown {
@@ -160,43 +156,6 @@ impl Teardown {
             self.init.exited(Duration::from_secs(5)).await;
         }
         drop(self.listener);
-    }
-}
-
-/// Kills init (and with it its pid namespace) if a run is abandoned half-way.
-struct InitGuard {
-    pidfd: OwnedFd,
-}
-
-impl InitGuard {
-    fn kill(&self) {
-        // SAFETY: pidfd_send_signal on a pidfd we own, with no siginfo.
-        unsafe {
-            libc::syscall(
-                libc::SYS_pidfd_send_signal,
-                self.pidfd.as_raw_fd(),
-                libc::SIGKILL,
-                std::ptr::null::<libc::siginfo_t>(),
-                0u32,
-            )
-        };
-    }
-
-    /// Waits until init has fully exited (its pidfd becomes readable).
-    async fn exited(&self, within: Duration) -> bool {
-        // SAFETY: the pidfd is owned by self, which outlives this registration.
-        let Ok(fd) =
-            (unsafe { AsyncFd::register_with_interest(self.pidfd.as_raw_fd(), tokio::io::Interest::READABLE) })
-        else {
-            return false;
-        };
-        tokio::time::timeout(within, fd.readable()).await.is_ok()
-    }
-}
-
-impl Drop for InitGuard {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 
@@ -256,41 +215,25 @@ fn cpu_poll_interval(limit: f64, used: f64) -> Duration {
     Duration::from_secs_f64(((limit - used) / cpus / 2.0).clamp(0.002, 0.05))
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn supervise(
-    daemon: &Arc<Daemon>,
     prepared: &Prepared,
     cgroup: Option<&RunCgroup>,
-    outer_uid: u32,
-    outer_gid: u32,
+    spawned: spawn::Prespawned,
     measured_by: &'static str,
     events: mpsc::Sender<Event>,
     cancel: CancellationToken,
 ) -> (RunResult, Option<Teardown>) {
     let limits = prepared.limits;
     let fail = |why: String| (failed_before_start(prepared, why), None);
-    let Ok((daemon_end, init_end)) = channel::pair() else {
-        return fail("cannot create the init channel".into());
-    };
     let pipes = (nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC), nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC));
     let ((out_r, out_w), (err_r, err_w)) = match pipes {
         (Ok(a), Ok(b)) => (a, b),
         _ => return fail("cannot create output pipes".into()),
     };
     let t0 = Instant::now();
-    let spawner = daemon.clone();
-    let spawned = match tokio::task::spawn_blocking(move || spawner.zygote.spawn(init_end)).await {
-        Ok(Ok(spawned)) => spawned,
-        Ok(Err(e)) => return fail(e.to_string()),
-        Err(e) => return fail(format!("spawn task failed: {e}")),
-    };
-    let t_spawned = t0.elapsed();
-    let init = InitGuard { pidfd: spawned.pidfd };
-    if let Err(e) = idmap::write(spawned.pid, INSIDE_ID, outer_uid, outer_gid, !daemon.host.root) {
-        return fail(format!("cannot write the user namespace's id maps: {e}"));
-    }
+    let spawn::Prespawned { pid, init, channel: daemon_end, .. } = spawned;
     if let Some(cg) = cgroup {
-        if let Err(e) = cg.add(spawned.pid) {
+        if let Err(e) = cg.add(pid) {
             return fail(format!("cannot move init into the run's cgroup: {e}"));
         }
     }
@@ -400,6 +343,11 @@ async fn supervise(
             stop = Some(Stop::Syscall(name));
         }
     }
+    // So does spent output: the pump stops reading at the limit, and the program may die of
+    // SIGPIPE and be reported before the daemon's loop saw the limit.
+    if stop.is_none() && budget.exceeded() {
+        stop = Some(Stop::Output);
+    }
 
     // Every process is gone, so the pipes reach EOF; a client that stopped reading is the
     // only thing that can hold the pumps, and its cancellation releases them.
@@ -415,7 +363,7 @@ async fn supervise(
     } else {
         Vec::new()
     };
-    tracing::debug!(?t_spawned, ?t_ready, end = ?t0.elapsed(), "run phases");
+    tracing::debug!(?t_ready, end = ?t0.elapsed(), "run phases");
     let mut result =
         decide(&Outcome { end, stop, usage, limits, output_bytes: budget.used(), daemon_wall, measured_by });
     result.collected = collected;
