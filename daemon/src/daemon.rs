@@ -1,8 +1,8 @@
 //! The daemon's shared state: policies, what the host offers, the zygote, the run slots.
 
 use std::path::PathBuf;
-use std::sync::atomic::AtomicU64;
 use std::sync::atomic::AtomicBool;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, RwLock};
 
 use tokio::sync::Semaphore;

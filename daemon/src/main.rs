@@ -139,7 +139,9 @@ fn run(args: Args) -> anyhow::Result<()> {
             }
         };
         tracing::info!(socket = %socket.display(), zygote = daemon.zygote.pid(), max_runs, "segid ready");
-        segid::run::spawn::refill(&daemon);
+        if let Some(default) = daemon.policies().get("default") {
+            segid::run::spawn::refill(&daemon, default);
+        }
         let shutdown = CancellationToken::new();
         let signals = shutdown.clone();
         tokio::spawn(async move {

@@ -350,6 +350,26 @@ fn other_policies_run() {
     assert_eq!(run.result.limits.processes, Some(64), "{}", run.describe());
 }
 
+/// segid keeps one init warm with the last policy's root already built; a run of another
+/// policy must get its own root, never the warm one.
+#[test]
+fn alternating_policies_each_get_their_own_root() {
+    let host_has_cargo = std::path::Path::new("/root/.cargo").is_dir();
+    for policy in ["default", "compile", "default", "compile", "evaluator", "default"] {
+        let run = daemon().run_json(&[
+            "--policy",
+            policy,
+            "--",
+            "sh",
+            "-c",
+            "test -d /root/.cargo && echo cargo || echo none",
+        ]);
+        assert_eq!(run.result.verdict, Verdict::OK, "{policy}: {}", run.describe());
+        let expected = if policy != "default" && host_has_cargo { "cargo\n" } else { "none\n" };
+        assert_eq!(run.stdout(), expected, "{policy}: {}", run.describe());
+    }
+}
+
 #[test]
 fn a_c_program_compiles_in_the_compile_policy() {
     let dir = temp_dir("gcc");

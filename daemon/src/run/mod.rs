@@ -23,13 +23,14 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::daemon::Daemon;
+use crate::policy::Policy;
 use crate::sandbox::cgroup::{CgroupLimits, Hierarchy, RunCgroup};
 use crate::sandbox::channel::{self, ChannelError};
-use crate::sandbox::messages::{FromInit, SandboxPlan, ToInit};
+use crate::sandbox::messages::{FromInit, RootPlan, SandboxPlan, ToInit};
 use crate::sandbox::seccomp;
 use output::{OutputBudget, Stream};
-use spawn::InitGuard;
 use request::Prepared;
+use spawn::InitGuard;
 use verdict::{decide, End, Outcome, Stop};
 
 /// The uid and gid a program has inside its user namespace.
@@ -39,23 +40,30 @@ const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long init may take to stop everything after being told to.
 const KILL_GRACE: Duration = Duration::from_millis(500);
 
-/// The plan fields that come from the daemon rather than the request.
-pub fn base_plan(daemon: &Daemon) -> SandboxPlan {
+/// The root a policy gives every run of it.
+pub fn root_plan(daemon: &Daemon, policy: &Policy) -> RootPlan {
+    RootPlan {
+        new_root: daemon.new_root.clone(),
+        binds: policy.binds.clone(),
+        box_size: policy.box_size,
+        tmp_size: policy.tmp_size,
+        inside_id: INSIDE_ID,
+        hostname: "segi".into(),
+        landlock_abi: daemon.host.landlock_abi,
+        can_setgroups: daemon.host.root,
+    }
+}
+
+/// The plan fields that come from the daemon and the policy rather than the request.
+pub fn base_plan(daemon: &Daemon, policy: &Policy) -> SandboxPlan {
     SandboxPlan {
+        root: root_plan(daemon, policy),
         argv: Vec::new(),
         env: Vec::new(),
-        new_root: daemon.new_root.clone(),
-        binds: Vec::new(),
-        box_size: 0,
-        tmp_size: 0,
         files: Vec::new(),
         stdin: false,
         rlimits: Default::default(),
-        inside_id: INSIDE_ID,
-        can_setgroups: daemon.host.root,
-        hostname: "segi".into(),
-        landlock_abi: daemon.host.landlock_abi,
-        seccomp_bpf: Vec::new(),
+        seccomp_bpf: policy.seccomp_bpf.clone(),
     }
 }
 
@@ -91,7 +99,7 @@ pub async fn execute(
         None => "rusage",
     };
     // The namespaces are usually cloned already, ahead of this request (see spawn).
-    let mut init = match spawn::take(&daemon).await {
+    let mut init = match spawn::take(&daemon, &prepared.policy).await {
         Ok(init) => init,
         Err(why) => {
             let _ = result.send(failed_before_start(&prepared, why));
@@ -122,10 +130,10 @@ pub async fn execute(
         }
     };
     let t_setup = std::time::Instant::now();
-    let (run_result, teardown) =
-        supervise(&prepared, cgroup.as_ref(), init, measured_by, events, cancel).await;
+    let (run_result, teardown) = supervise(&prepared, cgroup.as_ref(), init, measured_by, events, cancel).await;
     let t_supervised = t_setup.elapsed();
     let _ = result.send(run_result);
+    spawn::refill(&daemon, prepared.policy.clone());
     if let Some(teardown) = teardown {
         teardown.finish().await;
     }
@@ -264,7 +272,10 @@ async fn supervise(
         _ = cancel.cancelled() => return fail("the run was cancelled during setup".into()),
     };
     let listener = match ready {
-        Ok(Ok((FromInit::Ready, mut fds))) if fds.len() == 1 => fds.remove(0),
+        Ok(Ok((FromInit::Ready { steps }, mut fds))) if fds.len() == 1 => {
+            tracing::debug!(?steps, "sandbox setup");
+            fds.remove(0)
+        }
         Ok(Ok((FromInit::SetupFailed { step, error }, _))) => return fail(format!("{step}: {error}")),
         Ok(Ok((other, _))) => return fail(format!("unexpected message from init during setup: {other:?}")),
         Ok(Err(e)) => return fail(format!("init ended during setup: {e}")),

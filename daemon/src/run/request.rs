@@ -121,9 +121,6 @@ pub fn prepare(request: RunRequest, policy: Arc<Policy>, base: SandboxPlan) -> R
     let plan = SandboxPlan {
         argv: request.command,
         env,
-        binds: policy.binds.clone(),
-        box_size: policy.box_size,
-        tmp_size: policy.tmp_size,
         files,
         stdin: stdin.is_some(),
         rlimits: RlimitPlan {
@@ -135,7 +132,6 @@ pub fn prepare(request: RunRequest, policy: Arc<Policy>, base: SandboxPlan) -> R
             open_files: Some(policy.open_files),
             ..RlimitPlan::default()
         },
-        seccomp_bpf: policy.seccomp_bpf.clone(),
         ..base
     };
     Ok(Prepared { policy, limits, plan, stdin, file_bytes, collect: request.collect })

@@ -11,8 +11,10 @@ use tokio::io::unix::AsyncFd;
 
 use super::INSIDE_ID;
 use crate::daemon::Daemon;
+use crate::policy::Policy;
 use crate::sandbox::channel;
 use crate::sandbox::idmap::{self, PoolId};
+use crate::sandbox::messages::{RootPlan, ToInit};
 
 /// An init waiting for its plan.
 pub struct Prespawned {
@@ -22,26 +24,32 @@ pub struct Prespawned {
     pub channel: OwnedFd,
     /// Root mode: the run's own host uid and gid.
     pub pool_id: Option<PoolId>,
+    /// The root this init already built, if any.
+    pub prepared: Option<RootPlan>,
 }
 
-/// The warm init if there is one (and a new one cloned in the background), else a fresh one.
-pub async fn take(daemon: &Arc<Daemon>) -> Result<Prespawned, String> {
+/// The warm init if there is one, else a fresh one. The caller calls [`refill`] once its
+/// run is over: cloning while a run sets up would compete with it for the CPUs.
+pub async fn take(daemon: &Arc<Daemon>, policy: &Policy) -> Result<Prespawned, String> {
     let warm = daemon.warm_init.lock().unwrap_or_else(|p| p.into_inner()).take();
-    refill(daemon);
     match warm {
-        Some(init) if !init.init.has_exited() => Ok(init),
-        _ => spawn_one(daemon).await,
+        Some(init) if init.prepared.as_ref() == Some(&super::root_plan(daemon, policy)) && !init.init.has_exited() => {
+            Ok(init)
+        }
+        // Another root (another policy, or one reloaded since) or a dead init: killed on drop.
+        _ => spawn_one(daemon, None).await,
     }
 }
 
-/// Clones the next warm init in the background, unless one is on its way or segid stops.
-pub fn refill(daemon: &Arc<Daemon>) {
+/// Clones the next warm init in the background and has it build `policy`'s root, unless one
+/// is on its way or segid stops. The next run most likely uses the policy of the last one.
+pub fn refill(daemon: &Arc<Daemon>, policy: Arc<Policy>) {
     if daemon.runs.is_closed() || daemon.refilling.swap(true, Ordering::AcqRel) {
         return;
     }
     let d = daemon.clone();
     daemon.runs.spawn(async move {
-        match spawn_one(&d).await {
+        match spawn_one(&d, Some(&policy)).await {
             Ok(init) => {
                 let mut slot = d.warm_init.lock().unwrap_or_else(|p| p.into_inner());
                 if slot.is_none() && !d.runs.is_closed() {
@@ -54,8 +62,8 @@ pub fn refill(daemon: &Arc<Daemon>) {
     });
 }
 
-/// Clones an init and writes its id maps.
-async fn spawn_one(daemon: &Arc<Daemon>) -> Result<Prespawned, String> {
+/// Clones an init, writes its id maps and, given a policy, has it build that policy's root.
+async fn spawn_one(daemon: &Arc<Daemon>, policy: Option<&Policy>) -> Result<Prespawned, String> {
     // Root mode: a host uid of the run's own. Rootless: the daemon's, the only one it can map.
     let pool_id = match daemon.host.root {
         true => Some(daemon.ids.take().ok_or("no free sandbox uid")?),
@@ -75,7 +83,16 @@ async fn spawn_one(daemon: &Arc<Daemon>) -> Result<Prespawned, String> {
     let init = InitGuard { pidfd: spawned.pidfd };
     idmap::write(spawned.pid, INSIDE_ID, outer_uid, outer_gid, !daemon.host.root)
         .map_err(|e| format!("cannot write the user namespace's id maps: {e}"))?;
-    Ok(Prespawned { pid: spawned.pid, init, channel: daemon_end, pool_id })
+    let prepared = match policy {
+        Some(policy) => {
+            let root = super::root_plan(daemon, policy);
+            channel::send(daemon_end.as_raw_fd(), &ToInit::Prepare(Box::new(root.clone())), &[])
+                .map_err(|e| format!("cannot reach a new init: {e}"))?;
+            Some(root)
+        }
+        None => None,
+    };
+    Ok(Prespawned { pid: spawned.pid, init, channel: daemon_end, pool_id, prepared })
 }
 
 /// Kills init (and with it its pid namespace) if a run is abandoned half-way.
@@ -126,4 +143,3 @@ impl Drop for InitGuard {
         self.kill();
     }
 }
-

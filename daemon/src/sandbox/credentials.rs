@@ -27,8 +27,9 @@ pub fn become_inside(id: u32) -> Result<(), SetupError> {
     caps::set(None, CapSet::Effective, &permitted).map_err(|e| fail("raise capabilities", e))
 }
 
-/// Drops every capability for good, with no way to regain any, and sets no_new_privs.
-pub fn drop_all(can_setgroups: bool) -> Result<(), SetupError> {
+/// Removes what an exec could grant and the supplementary groups, while the effective set
+/// still serves the setup that remains (a warm init does this before the request exists).
+pub fn narrow(can_setgroups: bool) -> Result<(), SetupError> {
     if can_setgroups {
         // Root mode: the daemon's supplementary groups (root's!) must not reach the program.
         nix::unistd::setgroups(&[]).map_err(|e| fail("setgroups", e))?;
@@ -37,7 +38,12 @@ pub fn drop_all(can_setgroups: bool) -> Result<(), SetupError> {
     // so it happens while we still hold it, before setresuid clears the other sets.
     caps::clear(None, CapSet::Bounding).map_err(|e| fail("clear the bounding set", e))?;
     caps::clear(None, CapSet::Ambient).map_err(|e| fail("clear the ambient set", e))?;
-    caps::clear(None, CapSet::Inheritable).map_err(|e| fail("clear the inheritable set", e))?;
+    caps::clear(None, CapSet::Inheritable).map_err(|e| fail("clear the inheritable set", e))
+}
+
+/// Drops every capability for good, with no way to regain any, verifies that none is left in
+/// any set, and sets no_new_privs. [`narrow`] must have run.
+pub fn drop_all() -> Result<(), SetupError> {
     // Permitted last: once it is empty nothing can be raised again (the uids are non-zero
     // since become_inside, so no exec can grant root's implicit set either).
     caps::clear(None, CapSet::Effective).map_err(|e| fail("clear the effective set", e))?;

@@ -20,8 +20,9 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{ForkResult, Pid};
 
 use super::channel::{self, ChannelError};
-use super::messages::{ExitStatus, FromInit, SandboxPlan, ToInit};
+use super::messages::{ExitStatus, FromInit, RootPlan, SandboxPlan, ToInit};
 use super::{credentials, landlock, rlimits, rootfs, seccomp, SetupError};
+use ::landlock::RulesetCreated;
 
 /// Entry point in the cloned child; never returns.
 pub fn main(chan: OwnedFd) -> ! {
@@ -70,7 +71,15 @@ struct Stdio {
 }
 
 fn serve(chan: RawFd) -> Result<(), ChannelError> {
-    let (message, fds) = channel::recv::<ToInit>(chan)?;
+    let (mut message, mut fds) = channel::recv::<ToInit>(chan)?;
+    // A warm init builds its root before any request exists; a failure is reported at Start.
+    let mut prepared = None;
+    if let ToInit::Prepare(root) = message {
+        let mut steps = Vec::with_capacity(8);
+        let built = prepare_root(&root, &mut steps);
+        prepared = Some((root, built));
+        (message, fds) = channel::recv::<ToInit>(chan)?;
+    }
     let ToInit::Start(plan) = message else {
         return Err(ChannelError::Malformed("expected Start".into()));
     };
@@ -86,11 +95,13 @@ fn serve(chan: RawFd) -> Result<(), ChannelError> {
         Ok(fd) => fd,
         Err(e) => return report_setup_failure(chan, e),
     };
-    let listener = match setup(&plan, &stdio) {
+    let mut steps = Vec::with_capacity(8);
+    let listener = match setup(&plan, prepared, &stdio, &mut steps) {
         Ok(listener) => listener,
         Err(e) => return report_setup_failure(chan, e),
     };
-    channel::send(chan, &FromInit::Ready, &[listener.as_raw_fd()])?;
+    let steps = steps.into_iter().map(|(name, us)| (name.to_string(), us)).collect();
+    channel::send(chan, &FromInit::Ready { steps }, &[listener.as_raw_fd()])?;
     drop(listener);
 
     match resolve_program(&plan) {
@@ -119,32 +130,68 @@ fn block_sigchld() -> Result<SignalFd, SetupError> {
     SignalFd::with_flags(&mask, SfdFlags::SFD_CLOEXEC | SfdFlags::SFD_NONBLOCK).map_err(fail)
 }
 
-fn setup(plan: &SandboxPlan, stdio: &Stdio) -> Result<OwnedFd, SetupError> {
+/// Hostname, root filesystem, the sandbox identity and the landlock ruleset: everything the
+/// policy decides, nothing of the request's.
+fn prepare_root(root: &RootPlan, steps: &mut Vec<(&'static str, u32)>) -> Result<Option<RulesetCreated>, SetupError> {
+    let started = Instant::now();
+    let mut mark = |name: &'static str| steps.push((name, started.elapsed().as_micros() as u32));
+    nix::unistd::sethostname(&root.hostname).map_err(|e| SetupError::new("hostname", e.to_string()))?;
+    let sources = rootfs::open_sources(root)?;
+    rootfs::mount_root(root)?;
+    credentials::become_inside(root.inside_id)?;
+    mark("sources, root, identity");
+    rootfs::build(root, sources)?;
+    rootfs::pivot()?;
+    mark("mounts, pivot");
+    let ruleset = landlock::ruleset(root)?;
+    credentials::narrow(root.can_setgroups)?;
+    mark("landlock ruleset, groups, bounding set");
+    Ok(ruleset)
+}
+
+/// A root built ahead of the request: the plan it was built from, and the outcome.
+type Prepared = (Box<RootPlan>, Result<Option<RulesetCreated>, SetupError>);
+
+fn setup(
+    plan: &SandboxPlan,
+    prepared: Option<Prepared>,
+    stdio: &Stdio,
+    steps: &mut Vec<(&'static str, u32)>,
+) -> Result<OwnedFd, SetupError> {
+    let ruleset = match prepared {
+        Some((root, built)) => {
+            if *root != plan.root {
+                return Err(SetupError::new("rootfs", "the root was prepared for another policy"));
+            }
+            steps.push(("prepared ahead", 0));
+            built?
+        }
+        None => prepare_root(&plan.root, steps)?,
+    };
+    let started = Instant::now();
+    let mut mark = |name: &'static str| steps.push((name, started.elapsed().as_micros() as u32));
     // The daemon moved us into the run's cgroup before sending Start: a cgroup namespace made
     // now is rooted there, so the run sees its own cgroup as "/".
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWCGROUP)
         .map_err(|e| SetupError::new("cgroup namespace", e.to_string()))?;
-    nix::unistd::sethostname(&plan.hostname).map_err(|e| SetupError::new("hostname", e.to_string()))?;
-    let sources = rootfs::open_sources(plan)?;
-    rootfs::mount_root(plan, plan.inside_id)?;
-    credentials::become_inside(plan.inside_id)?;
-    rootfs::build(plan, sources)?;
     if let Some(files) = &stdio.files {
         place_files(plan, files)?;
     }
-    rootfs::pivot()?;
-    credentials::drop_all(plan.can_setgroups)?;
-    landlock::restrict(plan)?;
+    mark("cgroup namespace, files");
+    credentials::drop_all()?;
+    mark("credentials");
+    landlock::enforce(ruleset)?;
+    mark("landlock");
     // Last: the filter need not allow anything the setup above does.
     seccomp::load(&plan.seccomp_bpf)
 }
 
-/// Writes the request's files into the box (`box`, below the working directory: the new root).
+/// Writes the request's files into `/box` (init is in the new root already).
 fn place_files(plan: &SandboxPlan, files: &OwnedFd) -> Result<(), SetupError> {
     let fail = |e: std::io::Error| SetupError::new("box files", e.to_string());
-    let box_dir = PathBuf::from("box");
+    let box_dir = PathBuf::from("/box");
     let mut source = std::fs::File::from(files.try_clone().map_err(fail)?);
-    let id = Some(plan.inside_id);
+    let id = Some(plan.root.inside_id);
     for entry in &plan.files {
         let target = box_dir.join(&entry.path);
         // Paths were validated by the daemon (relative, no `..`); create missing parents.

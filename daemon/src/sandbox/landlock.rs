@@ -10,23 +10,24 @@ use std::path::Path;
 
 use landlock::{
     path_beneath_rules, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, RestrictionStatus, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope, ABI,
 };
 
-use super::messages::SandboxPlan;
+use super::messages::RootPlan;
 use super::SetupError;
 
 fn fail(e: impl std::fmt::Display) -> SetupError {
     SetupError::new("landlock", e.to_string())
 }
 
-/// Restricts the calling process (and what it forks) per `plan`. A no-op when the daemon
-/// found no landlock (`landlock_abi == 0`), which capabilities and logs report.
-pub fn restrict(plan: &SandboxPlan) -> Result<(), SetupError> {
-    if plan.landlock_abi == 0 {
-        return Ok(());
+/// The run's ruleset, built inside the new root (after pivot_root) but not yet enforced, so
+/// that a warm init can build it ahead of the request. `None` when the daemon found no
+/// landlock (`landlock_abi == 0`), which capabilities and logs report.
+pub fn ruleset(root: &RootPlan) -> Result<Option<RulesetCreated>, SetupError> {
+    if root.landlock_abi == 0 {
+        return Ok(None);
     }
-    let abi = ABI::from(plan.landlock_abi as i32);
+    let abi = ABI::from(root.landlock_abi as i32);
     let read = AccessFs::from_read(abi);
     let all = AccessFs::from_all(abi);
     let mut device: BitFlags<AccessFs> = AccessFs::ReadFile | AccessFs::WriteFile;
@@ -42,8 +43,8 @@ pub fn restrict(plan: &SandboxPlan) -> Result<(), SetupError> {
     if abi >= ABI::V6 {
         ruleset = ruleset.scope(Scope::from_all(abi)).map_err(fail)?;
     }
-    let binds: Vec<&Path> = plan.binds.iter().map(|p| p.as_path()).filter(|p| p.exists()).collect();
-    let status: RestrictionStatus = ruleset
+    let binds: Vec<&Path> = root.binds.iter().map(|p| p.as_path()).filter(|p| p.exists()).collect();
+    let created = ruleset
         .create()
         .map_err(fail)?
         .add_rules(path_beneath_rules(["/"], BitFlags::<AccessFs>::from(AccessFs::ReadDir)))
@@ -55,9 +56,16 @@ pub fn restrict(plan: &SandboxPlan) -> Result<(), SetupError> {
         .add_rules(path_beneath_rules(["/dev"], device))
         .map_err(fail)?
         .add_rules(path_beneath_rules(["/box", "/tmp"], all))
-        .map_err(fail)?
-        .restrict_self()
         .map_err(fail)?;
+    Ok(Some(created))
+}
+
+/// Restricts the calling process (and what it forks) with `ruleset`.
+pub fn enforce(ruleset: Option<RulesetCreated>) -> Result<(), SetupError> {
+    let Some(ruleset) = ruleset else {
+        return Ok(());
+    };
+    let status: RestrictionStatus = ruleset.restrict_self().map_err(fail)?;
     if status.ruleset != RulesetStatus::FullyEnforced {
         return Err(fail(format!("ruleset only {:?}", status.ruleset)));
     }

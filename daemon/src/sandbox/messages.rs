@@ -3,31 +3,38 @@
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
-/// Everything init needs to build the sandbox and start the program. Computed by the daemon
-/// (policy + request), so init makes no decisions of its own.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SandboxPlan {
-    /// argv of the program; `argv[0]` is resolved in `PATH` unless it contains a `/`.
-    pub argv: Vec<String>,
-    /// `KEY=VALUE` pairs, the program's whole environment.
-    pub env: Vec<String>,
+/// The part of a sandbox that depends on the policy and the daemon only, never on a request:
+/// init can build it ahead of the request (a warm init, see `run::spawn`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RootPlan {
     /// An empty host directory init mounts its new root on (in its own mount namespace).
     pub new_root: PathBuf,
     /// Host paths bound read-only at the same path inside.
     pub binds: Vec<PathBuf>,
     pub box_size: u64,
     pub tmp_size: u64,
+    /// The uid and gid the program runs as inside the user namespace.
+    pub inside_id: u32,
+    pub hostname: String,
+    /// Landlock ABI to enforce, exactly (0: landlock unavailable, reported in capabilities).
+    pub landlock_abi: u32,
+    /// Whether `setgroups` is allowed (root mode); rootless maps deny it.
+    pub can_setgroups: bool,
+}
+
+/// Everything init needs to build the sandbox and start the program. Computed by the daemon
+/// (policy + request), so init makes no decisions of its own.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SandboxPlan {
+    pub root: RootPlan,
+    /// argv of the program; `argv[0]` is resolved in `PATH` unless it contains a `/`.
+    pub argv: Vec<String>,
+    /// `KEY=VALUE` pairs, the program's whole environment.
+    pub env: Vec<String>,
     /// Files to place in `/box`; their bytes follow one another in the files memfd.
     pub files: Vec<FileEntry>,
     pub stdin: bool,
     pub rlimits: RlimitPlan,
-    /// The uid and gid the program runs as inside the user namespace.
-    pub inside_id: u32,
-    /// Whether `setgroups` is allowed (root mode); rootless maps deny it.
-    pub can_setgroups: bool,
-    pub hostname: String,
-    /// Landlock ABI to enforce, exactly (0: landlock unavailable, reported in capabilities).
-    pub landlock_abi: u32,
     /// The seccomp filter as classic BPF, compiled once per policy by the daemon.
     pub seccomp_bpf: Vec<u8>,
 }
@@ -55,6 +62,8 @@ pub struct RlimitPlan {
 /// Daemon → init.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum ToInit {
+    /// Build the root now, ahead of the request; `Start` follows with the same root.
+    Prepare(Box<RootPlan>),
     /// Build the sandbox and start. fds: stdout, stderr, then stdin if `plan.stdin`, then the
     /// files memfd if `plan.files` is not empty.
     Start(Box<SandboxPlan>),
@@ -77,7 +86,8 @@ pub enum ExitStatus {
 #[derive(Debug, Serialize, Deserialize)]
 pub enum FromInit {
     /// The sandbox is built and the program is starting. fd: the seccomp notification listener.
-    Ready,
+    /// `steps`: microseconds since setup began at the end of each step, for the debug log.
+    Ready { steps: Vec<(String, u32)> },
     /// A setup step failed; the program never ran.
     SetupFailed { step: String, error: String },
     /// The program could not be executed (`errno` from execve or the PATH lookup).

@@ -11,7 +11,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use nix::fcntl::OFlag;
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 
-use super::messages::SandboxPlan;
+use super::messages::RootPlan;
 use super::SetupError;
 
 /// Device nodes a program may use, bound from the host's `/dev` (a user namespace cannot mknod).
@@ -36,7 +36,7 @@ pub enum Source {
 /// Opens every bind source while init still has the daemon's view of host permissions (root
 /// mode: host root, which may traverse /root); the mounts are then made from these
 /// descriptors (open_tree) after init has switched to the sandbox's identity.
-pub fn open_sources(plan: &SandboxPlan) -> Result<Vec<Source>, SetupError> {
+pub fn open_sources(plan: &RootPlan) -> Result<Vec<Source>, SetupError> {
     let mut sources: Vec<Source> = Vec::with_capacity(plan.binds.len());
     for path in &plan.binds {
         // Binds are recursive: a path below an earlier bind (/usr/local under /usr) is already
@@ -74,7 +74,7 @@ pub fn open_sources(plan: &SandboxPlan) -> Result<Vec<Source>, SetupError> {
 /// Mounts the new root's tmpfs on `plan.new_root` and makes it the working directory. Done
 /// before init takes the sandbox's identity: the path to the state directory may be closed
 /// to that identity (a 0700 directory), and from here on everything is relative to ".".
-pub fn mount_root(plan: &SandboxPlan, inside_id: u32) -> Result<(), SetupError> {
+pub fn mount_root(plan: &RootPlan) -> Result<(), SetupError> {
     // Nothing we mount may propagate back to the host's mount namespace.
     mount(None::<&str>, "/", None::<&str>, MsFlags::MS_REC | MsFlags::MS_PRIVATE, None::<&str>)
         .map_err(step("make / private"))?;
@@ -83,14 +83,14 @@ pub fn mount_root(plan: &SandboxPlan, inside_id: u32) -> Result<(), SetupError> 
         &plan.new_root,
         Some("tmpfs"),
         MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
-        Some(format!("size=1m,nr_inodes=4096,mode=0755,uid={inside_id},gid={inside_id}").as_str()),
+        Some(format!("size=1m,nr_inodes=4096,mode=0755,uid={0},gid={0}", plan.inside_id).as_str()),
     )
     .map_err(step("mount the root tmpfs"))?;
     nix::unistd::chdir(&plan.new_root).map_err(step("chdir to the new root"))
 }
 
 /// Fills the new root (the working directory) from `sources`.
-pub fn build(plan: &SandboxPlan, sources: Vec<Source>) -> Result<(), SetupError> {
+pub fn build(plan: &RootPlan, sources: Vec<Source>) -> Result<(), SetupError> {
     let root = Path::new(".");
     for source in sources {
         bind_readonly(source, root)?;

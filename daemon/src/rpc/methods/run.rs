@@ -39,7 +39,8 @@ fn prepare(
         RpcError::invalid_params(format!("unknown policy {:?}; available: {}", req.policy, policies.names().join(", ")))
     })?;
     let policy_name = policy.name.clone();
-    let prepared = request::prepare(req, policy, run::base_plan(&ctx.daemon)).map_err(RpcError::invalid_params)?;
+    let base = run::base_plan(&ctx.daemon, &policy);
+    let prepared = request::prepare(req, policy, base).map_err(RpcError::invalid_params)?;
     let cancel = ctx.closed.child_token();
     let mut running = ctx.running.lock().unwrap_or_else(|p| p.into_inner());
     let key = id.to_string();
