@@ -58,6 +58,8 @@ pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener, shutdown: Cancel
     // Connections are gone, so every run is cancelled; wait for their cleanup.
     daemon.runs.close();
     daemon.runs.wait().await;
-    // The warm init, if any: killed through its pidfd when dropped.
-    drop(daemon.warm_init.lock().unwrap_or_else(|p| p.into_inner()).take());
+    let warm = daemon.warm_init.lock().unwrap_or_else(|p| p.into_inner()).take();
+    if let Some(warm) = warm {
+        crate::run::spawn::discard(warm).await;
+    }
 }

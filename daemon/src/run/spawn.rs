@@ -36,8 +36,13 @@ pub async fn take(daemon: &Arc<Daemon>, policy: &Policy) -> Result<Prespawned, S
         Some(init) if init.prepared.as_ref() == Some(&super::root_plan(daemon, policy)) && !init.init.has_exited() => {
             Ok(init)
         }
-        // Another root (another policy, or one reloaded since) or a dead init: killed on drop.
-        _ => spawn_one(daemon, None).await,
+        // Another root (another policy, or one reloaded since) or a dead init.
+        unusable => {
+            if let Some(init) = unusable {
+                daemon.runs.spawn(discard(init));
+            }
+            spawn_one(daemon, None).await
+        }
     }
 }
 
@@ -51,15 +56,28 @@ pub fn refill(daemon: &Arc<Daemon>, policy: Arc<Policy>) {
     daemon.runs.spawn(async move {
         match spawn_one(&d, Some(&policy)).await {
             Ok(init) => {
-                let mut slot = d.warm_init.lock().unwrap_or_else(|p| p.into_inner());
-                if slot.is_none() && !d.runs.is_closed() {
-                    *slot = Some(init);
+                let unused = {
+                    let mut slot = d.warm_init.lock().unwrap_or_else(|p| p.into_inner());
+                    match slot.is_none() && !d.runs.is_closed() {
+                        true => slot.replace(init),
+                        false => Some(init),
+                    }
+                };
+                if let Some(init) = unused {
+                    discard(init).await;
                 }
             }
             Err(why) => tracing::warn!(%why, "cannot clone a warm init"),
         }
         d.refilling.store(false, Ordering::Release);
     });
+}
+
+/// Kills an init that will not be used and waits until it is gone, so that nothing of it
+/// outlives segid.
+pub async fn discard(init: Prespawned) {
+    init.init.kill();
+    init.init.exited(Duration::from_secs(5)).await;
 }
 
 /// Clones an init, writes its id maps and, given a policy, has it build that policy's root.
