@@ -46,6 +46,16 @@ struct Args {
     /// Print what this host supports and exit.
     #[arg(long)]
     check: bool,
+    /// `none` runs without cgroups even where they exist: limits fall back to rlimits and
+    /// figures to rusage, as on a host without cgroups (for such hosts' operators and tests).
+    #[arg(long, value_enum, default_value = "auto")]
+    cgroup: CgroupMode,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum CgroupMode {
+    Auto,
+    None,
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug)]
@@ -77,7 +87,10 @@ fn main() {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    let host = Host::detect();
+    let mut host = Host::detect();
+    if args.cgroup == CgroupMode::None {
+        host.cgroup = Err("cgroups disabled with --cgroup none".into());
+    }
     if args.check {
         print!("{}", host.report());
         return Ok(());

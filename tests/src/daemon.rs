@@ -50,6 +50,12 @@ impl Daemon {
     /// Starts a daemon with the repository's policies plus `extra` (`(name, toml)`, written to
     /// `policies/<name>.toml`).
     pub fn start_with_policies(extra: &[(&str, &str)]) -> Daemon {
+        Self::start_with(extra, &[])
+    }
+
+    /// Starts a daemon with the repository's policies plus `extra`, and `args` added to its
+    /// command line.
+    pub fn start_with(extra: &[(&str, &str)], args: &[&str]) -> Daemon {
         let dir = crate::temp_dir("daemon");
         let policies = dir.join("policies");
         copy_dir(&crate::workspace_dir().join("policies"), &policies);
@@ -65,6 +71,7 @@ impl Daemon {
             .arg(&policies)
             .arg("--state-dir")
             .arg(dir.join("state"))
+            .args(args)
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("dup log"))
             .stderr(log);
