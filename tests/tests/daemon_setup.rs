@@ -82,3 +82,18 @@ fn an_idle_daemon_stops_at_once_on_sigterm() {
     assert_eq!(stopped.status.and_then(|s| s.code()), Some(0), "{stopped:?}\n{}", daemon.log());
     assert!(!daemon.socket().exists(), "the socket file is left behind");
 }
+
+#[test]
+fn a_sandbox_step_that_fails_after_fork_is_ie_not_the_programs_fault() {
+    // More open files than the kernel allows (fs.nr_open): setrlimit fails in the program's
+    // process just before exec. That is the sandbox failing, not the program.
+    let default = fs::read_to_string(segi_tests::workspace_dir().join("policies/default.toml")).unwrap();
+    let broken = default.replace("open_files = 256", "open_files = 1073741824");
+    assert_ne!(broken, default, "default.toml no longer sets open_files = 256");
+    let daemon = Daemon::start_with_policies(&[("huge_nofile", &broken)]);
+    let run = daemon.run_json(&["--policy", "huge_nofile", "--", "true"]);
+    assert_eq!(run.result.verdict, Verdict::IE, "{}", run.describe());
+    let message = run.result.message.clone().unwrap_or_default();
+    assert!(message.contains("program setup"), "{message}");
+    assert_eq!(daemon.run_json(&["--", "true"]).result.verdict, Verdict::OK);
+}

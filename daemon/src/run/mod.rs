@@ -310,6 +310,7 @@ async fn supervise(
                     break End::Exited { status, wall: wall_ns as f64 / 1e9, rusage_cpu: cpu_ns as f64 / 1e9, max_rss };
                 }
                 Ok((FromInit::ExecFailed { program, errno }, _)) => break End::ExecFailed { program, errno },
+                Ok((FromInit::SetupFailed { step, error }, _)) => break End::SetupFailed(format!("{step}: {error}")),
                 Ok((other, _)) => break End::Lost(format!("unexpected message from init: {other:?}")),
                 Err(e) => break End::Lost(format!("the sandbox's init ended unexpectedly: {e}")),
             },

@@ -332,8 +332,15 @@ fn run_program(
             }
         }
     }
-    if let Some(errno) = exec_errno {
-        return channel::send(chan, &FromInit::ExecFailed { program: plan.argv[0].clone(), errno }, &[]);
+    match exec_errno {
+        Some(code) if code < 0 => {
+            let error = std::io::Error::from_raw_os_error(-code).to_string();
+            return channel::send(chan, &FromInit::SetupFailed { step: "program setup".into(), error }, &[]);
+        }
+        Some(errno) => {
+            return channel::send(chan, &FromInit::ExecFailed { program: plan.argv[0].clone(), errno }, &[]);
+        }
+        None => {}
     }
     let (status, wall_ns) = status.unwrap_or((ExitStatus::Exited(0), 0));
     let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)?;
@@ -352,13 +359,16 @@ fn exec_program(
     stdio: &Stdio,
     err_write: RawFd,
 ) -> ! {
-    let fail = |errno: i32| -> ! {
+    // The error pipe carries errno for a failed execve (the program's fault: missing, not
+    // executable) and -errno for a failed step before it (the sandbox's fault).
+    let report = |code: i32| -> ! {
         // SAFETY: writing 4 bytes from a live buffer to our own pipe, then exiting.
         unsafe {
-            libc::write(err_write, errno.to_ne_bytes().as_ptr().cast(), 4);
+            libc::write(err_write, code.to_ne_bytes().as_ptr().cast(), 4);
             libc::_exit(127)
         }
     };
+    let fail = |errno: i32| -> ! { report(-errno.max(1)) };
     // A fresh session: no controlling terminal, no job-control link to anything outside.
     if nix::unistd::setsid().is_err() {
         fail(nix::Error::last_raw());
@@ -396,7 +406,7 @@ fn exec_program(
         fail(e as i32);
     }
     let _ = nix::unistd::execve(program, argv, env);
-    fail(nix::Error::last_raw())
+    report(nix::Error::last_raw())
 }
 
 /// One SIGKILL to every process of the namespace but init; the reap loop finishes the job.

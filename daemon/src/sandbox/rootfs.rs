@@ -264,39 +264,24 @@ fn move_mount(tree: &OwnedFd, target: &Path) -> nix::Result<()> {
 }
 
 fn setattr_fd(tree: &OwnedFd, attrs: u64) -> nix::Result<()> {
-    let attr = MountAttr { attr_set: attrs, attr_clr: 0, propagation: 0, userns_fd: 0 };
-    // SAFETY: a valid descriptor, an empty path with AT_EMPTY_PATH, and a mount_attr that
-    // outlives the call.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_mount_setattr,
-            tree.as_raw_fd(),
-            c"".as_ptr(),
-            AT_RECURSIVE | libc::AT_EMPTY_PATH as u32,
-            &attr as *const MountAttr,
-            std::mem::size_of::<MountAttr>(),
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(nix::Error::last())
-    }
+    mount_setattr(tree.as_raw_fd(), c"", AT_RECURSIVE | libc::AT_EMPTY_PATH as u32, attrs)
 }
 
 /// mount_setattr(2): unlike a remount, it sets flags without having to restate (and so risk
 /// clearing) the flags the kernel locked on the source mount, and it can act recursively.
 fn setattr(path: &Path, attrs: u64, recursive: bool) -> nix::Result<()> {
     let c_path = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| nix::Error::EINVAL)?;
+    mount_setattr(libc::AT_FDCWD, &c_path, if recursive { AT_RECURSIVE } else { 0 }, attrs)
+}
+
+fn mount_setattr(dirfd: i32, path: &std::ffi::CStr, flags: u32, attrs: u64) -> nix::Result<()> {
     let attr = MountAttr { attr_set: attrs, attr_clr: 0, propagation: 0, userns_fd: 0 };
-    let flags = if recursive { AT_RECURSIVE } else { 0 };
-    // SAFETY: c_path is a valid NUL-terminated string and attr a properly sized mount_attr
-    // that outlives the call.
+    // SAFETY: path is NUL-terminated and attr a properly sized mount_attr; both outlive the call.
     let rc = unsafe {
         libc::syscall(
             libc::SYS_mount_setattr,
-            libc::AT_FDCWD,
-            c_path.as_ptr(),
+            dirfd,
+            path.as_ptr(),
             flags,
             &attr as *const MountAttr,
             std::mem::size_of::<MountAttr>(),
