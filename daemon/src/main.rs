@@ -43,6 +43,13 @@ struct Args {
     /// Log format.
     #[arg(long, value_enum, default_value = "text")]
     log_format: LogFormat,
+    /// First host uid (and gid) of the per-run pool in root mode; 65536 ids from there.
+    /// Two segids on one host need disjoint pools.
+    #[arg(long, default_value_t = segid::sandbox::idmap::POOL_BASE)]
+    uid_base: u32,
+    /// Seconds a stop (SIGTERM) lets running runs finish before killing them.
+    #[arg(long, default_value_t = 10.0)]
+    stop_timeout: f64,
     /// Print what this host supports and exit.
     #[arg(long)]
     check: bool,
@@ -121,18 +128,30 @@ fn run(args: Args) -> anyhow::Result<()> {
 
     let max_runs =
         args.max_runs.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)).max(1);
-    let settings =
-        Settings { policies_dir: args.policies, state_dir, max_runs, max_message_bytes: args.max_message_bytes };
+    if !(args.stop_timeout.is_finite() && args.stop_timeout >= 0.0) {
+        bail!("--stop-timeout must be a number of seconds, not {}", args.stop_timeout);
+    }
+    let settings = Settings {
+        policies_dir: args.policies,
+        state_dir,
+        max_runs,
+        max_message_bytes: args.max_message_bytes,
+        uid_base: args.uid_base,
+        stop_grace: Duration::from_secs_f64(args.stop_timeout),
+    };
     let daemon = Arc::new(Daemon {
         settings,
         policies: RwLock::new(Arc::new(policies)),
         host,
         zygote,
-        ids: IdPool::default(),
+        ids: IdPool::new(args.uid_base),
         run_slots: Arc::new(tokio::sync::Semaphore::new(max_runs)),
         runs: tokio_util::task::TaskTracker::new(),
         warm_init: std::sync::Mutex::new(None),
         refilling: std::sync::atomic::AtomicBool::new(false),
+        stopping: std::sync::atomic::AtomicBool::new(false),
+        stop_runs: CancellationToken::new(),
+        waiting: std::sync::atomic::AtomicUsize::new(0),
         run_counter: AtomicU64::new(0),
         new_root,
         cgroup_prefix,
@@ -157,20 +176,31 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
         let shutdown = CancellationToken::new();
         let signals = shutdown.clone();
+        let reloader = daemon.clone();
         tokio::spawn(async move {
             use tokio::signal::unix::{signal, SignalKind};
-            let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+            let (Ok(mut term), Ok(mut int), Ok(mut hup)) =
+                (signal(SignalKind::terminate()), signal(SignalKind::interrupt()), signal(SignalKind::hangup()))
+            else {
                 return;
             };
-            tokio::select! { _ = term.recv() => {}, _ = int.recv() => {} }
-            tracing::info!("stopping: cancelling runs and cleaning up");
+            loop {
+                tokio::select! {
+                    _ = term.recv() => break,
+                    _ = int.recv() => break,
+                    _ = hup.recv() => match reloader.reload_policies() {
+                        Ok(count) => tracing::info!(count, "policies reloaded"),
+                        Err(e) => tracing::error!(error = %e, "policies not reloaded; the old ones stay in force"),
+                    },
+                }
+            }
+            tracing::info!("stopping: no new runs; running ones may finish, then everything is cleaned up");
             signals.cancel();
         });
         let new_root = daemon.new_root.clone();
-        segid::rpc::server::serve(daemon, listener, shutdown, Duration::from_secs(10)).await;
-        if listen_fd.is_none() {
-            let _ = std::fs::remove_file(&socket);
-        }
+        let grace = daemon.settings.stop_grace;
+        let own_socket = listen_fd.is_none().then_some(socket.as_path());
+        segid::rpc::server::serve(daemon, listener, own_socket, shutdown, grace).await;
         // The mount point of every run's root, empty now that every run is gone.
         let _ = std::fs::remove_dir(&new_root);
         anyhow::Ok(())

@@ -78,6 +78,11 @@ fn default_policy() -> String {
 pub enum Event {
     Stdout(#[serde(with = "flat_payload")] Payload),
     Stderr(#[serde(with = "flat_payload")] Payload),
+    /// Every run slot is taken: the run waits its turn (first come, first served) behind
+    /// `ahead` other waiting runs. Sent once, before the run starts.
+    Queued {
+        ahead: u64,
+    },
 }
 
 /// `{"type":"stdout","text":"..."}`: the payload's key sits beside `type`.

@@ -120,6 +120,10 @@ fn show_event(event: &Event, json: bool) -> anyhow::Result<()> {
     let (payload, to_stdout) = match event {
         Event::Stdout(payload) => (payload, true),
         Event::Stderr(payload) => (payload, false),
+        Event::Queued { ahead } => {
+            let line = format!("segi: queued: every run slot is busy, {ahead} other run(s) waiting ahead\n");
+            return write_flushed(&mut std::io::stderr().lock(), line.as_bytes()).context("cannot write to stderr");
+        }
     };
     let bytes = payload.to_bytes().context("segid sent output that is not valid base64")?;
     let written = match to_stdout {

@@ -31,16 +31,26 @@ pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
     Ok(listener)
 }
 
-/// Serves until `shutdown` fires, then waits (up to `grace`) for the connections' runs to end.
-pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener, shutdown: CancellationToken, grace: Duration) {
-    let tracker = TaskTracker::new();
+/// Serves until `shutdown` fires. Then it stops accepting, refuses new runs, lets running
+/// ones finish for up to `grace`, cancels what is left, waits for every run's cleanup, and
+/// closes the connections (which get their runs' responses first).
+/// `socket`, when segid created it (not under socket activation), is removed as the stop
+/// begins, so that new clients learn at once that segid is not there.
+pub async fn serve(
+    daemon: Arc<Daemon>,
+    listener: UnixListener,
+    socket: Option<&Path>,
+    shutdown: CancellationToken,
+    grace: Duration,
+) {
+    let connections = TaskTracker::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => {
                     let daemon = daemon.clone();
-                    let stop = shutdown.child_token();
-                    tracker.spawn(super::connection::serve(daemon, stream, stop));
+                    let closed = daemon.stop_runs.child_token();
+                    connections.spawn(super::connection::serve(daemon, stream, closed));
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "accept failed");
@@ -51,15 +61,23 @@ pub async fn serve(daemon: Arc<Daemon>, listener: UnixListener, shutdown: Cancel
         }
     }
     drop(listener);
-    tracker.close();
-    if tokio::time::timeout(grace, tracker.wait()).await.is_err() {
-        tracing::warn!("connections still open after the grace period");
+    if let Some(socket) = socket {
+        let _ = std::fs::remove_file(socket);
     }
-    // Connections are gone, so every run is cancelled; wait for their cleanup.
+    daemon.stopping.store(true, std::sync::atomic::Ordering::SeqCst);
     daemon.runs.close();
+    if tokio::time::timeout(grace, daemon.runs.wait()).await.is_err() {
+        tracing::warn!(grace_seconds = grace.as_secs_f64(), "runs still going after the grace period: killing them");
+    }
+    // Cancels every run left (and closes every connection), then waits for their cleanup.
+    daemon.stop_runs.cancel();
     daemon.runs.wait().await;
     let warm = daemon.warm_init.lock().unwrap_or_else(|p| p.into_inner()).take();
     if let Some(warm) = warm {
         crate::run::spawn::discard(warm).await;
+    }
+    connections.close();
+    if tokio::time::timeout(Duration::from_secs(5), connections.wait()).await.is_err() {
+        tracing::warn!("connections did not close in time");
     }
 }

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-/// First host uid/gid handed to runs in root mode, as isolate's and nsjail's pools do.
+/// Default first host uid/gid handed to runs in root mode, as isolate's and nsjail's pools do.
 pub const POOL_BASE: u32 = 100_000;
 const POOL_SIZE: u32 = 65_536;
 
@@ -23,8 +23,9 @@ pub fn write(pid: i32, inside: u32, outside_uid: u32, outside_gid: u32, deny_set
 }
 
 /// Host ids for concurrent runs in root mode; each run holds one until it is cleaned up.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct IdPool {
+    base: u32,
     used: Arc<Mutex<BTreeSet<u32>>>,
 }
 
@@ -35,9 +36,14 @@ pub struct PoolId {
 }
 
 impl IdPool {
+    /// A pool of 65536 ids from `base`; two segids on one host need disjoint pools.
+    pub fn new(base: u32) -> Self {
+        IdPool { base, used: Arc::default() }
+    }
+
     pub fn take(&self) -> Option<PoolId> {
         let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
-        let id = (POOL_BASE..POOL_BASE + POOL_SIZE).find(|id| !used.contains(id))?;
+        let id = (self.base..self.base.saturating_add(POOL_SIZE)).find(|id| !used.contains(id))?;
         used.insert(id);
         Some(PoolId { id, pool: self.clone() })
     }

@@ -1,6 +1,7 @@
 //! `run`: one program in a fresh sandbox. Events stream as `event` notifications; the result
 //! object is the response.
 
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use segi_proto::jsonrpc::{self, event_notification, Response, RpcError};
@@ -28,11 +29,21 @@ pub async fn start(ctx: &Context, id: Value, params: Value) {
     }
 }
 
+fn refuse_when_stopping(ctx: &Context) -> Result<(), RpcError> {
+    match ctx.daemon.stopping.load(Ordering::SeqCst) {
+        true => {
+            Err(RpcError::new(jsonrpc::SHUTTING_DOWN, "segid is stopping and takes no new runs; retry once it is back"))
+        }
+        false => Ok(()),
+    }
+}
+
 fn prepare(
     ctx: &Context,
     id: &Value,
     params: Value,
 ) -> Result<(request::Prepared, tokio_util::sync::CancellationToken, String), RpcError> {
+    refuse_when_stopping(ctx)?;
     let req: RunRequest = super::parse_params(params)?;
     let policies = ctx.daemon.policies();
     let policy = policies.get(&req.policy).ok_or_else(|| {
@@ -61,14 +72,28 @@ async fn execute(
     cancel: tokio_util::sync::CancellationToken,
     policy: String,
 ) {
-    // Wait for a run slot, but not past a cancel.
+    // Wait for a run slot (tokio's semaphore is fair: first come, first served), but not past
+    // a cancel; say so when the run has to wait.
+    if ctx.daemon.run_slots.available_permits() == 0 {
+        let ahead = ctx.daemon.waiting.load(Ordering::SeqCst) as u64;
+        let line = event_notification(&id, &Event::Queued { ahead }).to_string();
+        let _ = ctx.outbox.send(line).await;
+    }
+    ctx.daemon.waiting.fetch_add(1, Ordering::SeqCst);
     let slot = tokio::select! {
         slot = ctx.daemon.run_slots.clone().acquire_owned() => match slot {
             Ok(slot) => slot,
             Err(_) => return ctx.reply(Response::failure(id, RpcError::new(jsonrpc::SHUTTING_DOWN, "segid is shutting down"))).await,
         },
-        _ = cancel.cancelled() => return ctx.reply(Response::failure(id, RpcError::new(jsonrpc::CANCELLED, "cancelled before it started"))).await,
+        _ = cancel.cancelled() => {
+            ctx.daemon.waiting.fetch_sub(1, Ordering::SeqCst);
+            return ctx.reply(Response::failure(id, RpcError::new(jsonrpc::CANCELLED, "cancelled before it started"))).await;
+        }
     };
+    ctx.daemon.waiting.fetch_sub(1, Ordering::SeqCst);
+    if let Err(error) = refuse_when_stopping(ctx) {
+        return ctx.reply(Response::failure(id, error)).await;
+    }
     let began = Instant::now();
     let (events, mut incoming) = mpsc::channel::<Event>(EVENT_QUEUE);
     let outbox = ctx.outbox.clone();
