@@ -28,6 +28,9 @@ struct Args {
     /// Socket to listen on [default: /run/segi/segid.sock for root, else $XDG_RUNTIME_DIR/segi/segid.sock].
     #[arg(long, env = "SEGID_SOCKET")]
     socket: Option<PathBuf>,
+    /// Group that owns the socket (mode 0660): the users allowed to run things.
+    #[arg(long)]
+    socket_group: Option<String>,
     /// Directory of policy files (*.toml).
     #[arg(long, default_value = "/usr/local/share/segi/policies")]
     policies: PathBuf,
@@ -109,6 +112,16 @@ fn run(args: Args) -> anyhow::Result<()> {
         tracing::warn!("{note}");
     }
     let policies = Policies::load(&args.policies)?;
+    let socket_group = match &args.socket_group {
+        Some(name) => Some(
+            nix::unistd::Group::from_name(name)
+                .with_context(|| format!("cannot look up --socket-group {name}"))?
+                .with_context(|| format!("--socket-group {name}: no such group"))?
+                .gid
+                .as_raw(),
+        ),
+        None => None,
+    };
     let socket = args.socket.unwrap_or_else(|| default_socket(host.root));
     let state_dir = args.state_dir.unwrap_or_else(|| {
         socket.parent().map(|p| p.join("state")).unwrap_or_else(|| PathBuf::from("/tmp/segi-state"))
@@ -167,7 +180,7 @@ fn run(args: Args) -> anyhow::Result<()> {
                 tokio::net::UnixListener::from_std(std_listener)?
             }
             None => {
-                segid::rpc::server::bind(&socket).with_context(|| format!("cannot listen on {}", socket.display()))?
+                segid::rpc::server::bind(&socket, socket_group).with_context(|| format!("cannot listen on {}", socket.display()))?
             }
         };
         tracing::info!(socket = %socket.display(), zygote = daemon.zygote.pid(), max_runs, "segid ready");

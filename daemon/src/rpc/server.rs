@@ -12,8 +12,9 @@ use tokio_util::task::TaskTracker;
 
 use crate::daemon::Daemon;
 
-/// Binds the socket at `path` with mode 0660, replacing a stale socket file but never a live one.
-pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
+/// Binds the socket at `path` with mode 0660 (and group `group`, when given: the clients'
+/// group), replacing a stale socket file but never a live one.
+pub fn bind(path: &Path, group: Option<u32>) -> std::io::Result<UnixListener> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
     }
@@ -28,6 +29,9 @@ pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
     }
     let listener = UnixListener::bind(path)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))?;
+    if let Some(gid) = group {
+        std::os::unix::fs::chown(path, None, Some(gid))?;
+    }
     Ok(listener)
 }
 
