@@ -9,10 +9,12 @@
 //!   applies them inside the run.
 //! - [`host`]: what this host supports (`segid --check`, `capabilities`).
 //! - [`daemon`]: the state shared by all connections.
+//! - [`privileges`]: what the daemon keeps of root after set-up.
 
 pub mod daemon;
 pub mod host;
 pub mod policy;
+pub mod privileges;
 pub mod rpc;
 pub mod run;
 pub mod sandbox;

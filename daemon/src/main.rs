@@ -170,19 +170,27 @@ fn run(args: Args) -> anyhow::Result<()> {
         cgroup_prefix,
     });
 
+    let std_listener = match listen_fd {
+        // SAFETY: systemd passed us this listening socket as fd 3 (LISTEN_FDS).
+        Some(fd) => unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) },
+        None => segid::rpc::server::bind(&socket, socket_group)
+            .with_context(|| format!("cannot listen on {}", socket.display()))?,
+    };
+    std_listener.set_nonblocking(true)?;
+    // Set-up is over: keep only what runs need, before any other thread exists (capabilities
+    // are per thread, and the runtime's threads inherit the caller's).
+    if daemon.host.root {
+        let dac_override = daemon.host.cgroup.as_ref().is_ok_and(|h| h.parents_need_dac_override());
+        let kept = segid::privileges::keep_only_run_capabilities(dac_override).context("cannot drop capabilities")?;
+        tracing::info!(?kept, "capabilities dropped to what runs need");
+        if dac_override {
+            tracing::warn!("CAP_DAC_OVERRIDE kept: a cgroup segid creates runs in is not writable by its owner");
+        }
+    }
+
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
-        let listener = match listen_fd {
-            Some(fd) => {
-                // SAFETY: systemd passed us this listening socket as fd 3 (LISTEN_FDS).
-                let std_listener = unsafe { std::os::unix::net::UnixListener::from_raw_fd(fd) };
-                std_listener.set_nonblocking(true)?;
-                tokio::net::UnixListener::from_std(std_listener)?
-            }
-            None => {
-                segid::rpc::server::bind(&socket, socket_group).with_context(|| format!("cannot listen on {}", socket.display()))?
-            }
-        };
+        let listener = tokio::net::UnixListener::from_std(std_listener)?;
         tracing::info!(socket = %socket.display(), zygote = daemon.zygote.pid(), max_runs, "segid ready");
         if let Some(default) = daemon.policies().get("default") {
             segid::run::spawn::refill(&daemon, default);

@@ -75,6 +75,11 @@ impl Daemon {
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("dup log"))
             .stderr(log);
+        // A stop lets running runs finish for --stop-timeout (10 s by default): 1 s keeps the
+        // suite quick; tests of the stop itself pass their own.
+        if !args.contains(&"--stop-timeout") {
+            command.args(["--stop-timeout", "1"]);
+        }
         if std::env::var_os("RUST_LOG").is_none() {
             command.env("RUST_LOG", "info");
         }
@@ -228,6 +233,33 @@ impl Daemon {
         let started = Instant::now();
         let output = self.client(&full);
         JsonRun::parse(&args.join(" "), output, started.elapsed())
+    }
+
+    /// Starts another `segid` in the directory of an earlier daemon (`dir()` of a daemon that
+    /// was stopped or killed), on the same socket, policies and state directory, with `args`
+    /// added to its command line: a restart. Its stderr is appended to `segid.log`. Drop the
+    /// new daemon before the old one's directory goes (dropping either removes it).
+    pub fn start_in(dir: &Path, args: &[&str]) -> Daemon {
+        let log = fs::OpenOptions::new().create(true).append(true).open(dir.join("segid.log")).expect("open segid.log");
+        let mut command = Command::new(crate::binary("segid"));
+        command
+            .arg("--socket")
+            .arg(dir.join("segid.sock"))
+            .arg("--policies")
+            .arg(dir.join("policies"))
+            .arg("--state-dir")
+            .arg(dir.join("state"))
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("dup log"))
+            .stderr(log);
+        if std::env::var_os("RUST_LOG").is_none() {
+            command.env("RUST_LOG", "info");
+        }
+        let child = spawn_tied_to_this_process(command).expect("spawn segid");
+        let daemon = Daemon { dir: dir.to_path_buf(), pid: child.id(), child: Mutex::new(Some(child)) };
+        daemon.wait_until_ready();
+        daemon
     }
 }
 

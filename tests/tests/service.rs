@@ -126,3 +126,30 @@ fn runs_beyond_max_runs_wait_in_line_and_say_so() {
     let (_, first_answer) = first.wait_response(&json!(1), Duration::from_secs(10));
     assert_eq!(first_answer["result"]["verdict"], "OK", "{first_answer}");
 }
+
+fn cap_eff(pid: u32) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:")).expect("CapEff").trim().to_string();
+    u64::from_str_radix(&hex, 16).unwrap()
+}
+
+#[test]
+fn as_root_the_daemon_keeps_only_what_runs_need() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: segid drops capabilities only when started as root");
+        return;
+    }
+    let daemon = Daemon::start();
+    // CAP_SETUID, CAP_SETGID, CAP_KILL; CAP_DAC_OVERRIDE only where the host's cgroup is 0555.
+    let allowed: u64 = (1 << 7) | (1 << 6) | (1 << 5) | (1 << 1);
+    let effective = cap_eff(daemon.pid());
+    assert_eq!(effective & !allowed, 0, "segid kept more than it needs: {effective:#x}");
+    assert_ne!(effective & (1 << 7), 0, "segid needs CAP_SETUID to map a run's own uid: {effective:#x}");
+    // The zygote (segid's child) keeps nothing.
+    let children = fs::read_to_string(format!("/proc/{0}/task/{0}/children", daemon.pid())).unwrap();
+    let zygote: u32 = children.split_whitespace().next().expect("the zygote").parse().unwrap();
+    assert_eq!(cap_eff(zygote), 0, "the zygote keeps capabilities");
+    // And runs still work.
+    assert_eq!(daemon.run_json(&["--", "true"]).result.verdict, segi_tests::Verdict::OK);
+}

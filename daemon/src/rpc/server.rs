@@ -14,7 +14,7 @@ use crate::daemon::Daemon;
 
 /// Binds the socket at `path` with mode 0660 (and group `group`, when given: the clients'
 /// group), replacing a stale socket file but never a live one.
-pub fn bind(path: &Path, group: Option<u32>) -> std::io::Result<UnixListener> {
+pub fn bind(path: &Path, group: Option<u32>) -> std::io::Result<std::os::unix::net::UnixListener> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
     }
@@ -27,7 +27,7 @@ pub fn bind(path: &Path, group: Option<u32>) -> std::io::Result<UnixListener> {
         }
         std::fs::remove_file(path)?;
     }
-    let listener = UnixListener::bind(path)?;
+    let listener = std::os::unix::net::UnixListener::bind(path)?;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))?;
     if let Some(gid) = group {
         std::os::unix::fs::chown(path, None, Some(gid))?;

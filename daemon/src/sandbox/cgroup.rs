@@ -101,6 +101,17 @@ impl Hierarchy {
         }
     }
 
+    /// Whether a parent directory is closed to writes even for its owner, so that creating
+    /// run cgroups in it takes CAP_DAC_OVERRIDE.
+    pub fn parents_need_dac_override(&self) -> bool {
+        use std::os::unix::fs::MetadataExt;
+        let euid = nix::unistd::geteuid().as_raw();
+        self.parents().iter().any(|dir| match std::fs::metadata(dir) {
+            Ok(meta) => !(meta.uid() == euid && meta.mode() & 0o300 == 0o300),
+            Err(_) => true,
+        })
+    }
+
     fn parents(&self) -> Vec<&Path> {
         match self {
             Hierarchy::V2 { parent } => vec![parent],

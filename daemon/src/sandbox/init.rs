@@ -139,6 +139,11 @@ fn prepare_root(root: &RootPlan, steps: &mut Vec<(&'static str, u32)>) -> Result
     let sources = rootfs::open_sources(root)?;
     rootfs::mount_root(root)?;
     credentials::become_inside(root.inside_id)?;
+    // Changing uids cleared the parent-death signal the zygote's clone set: set it again, so
+    // that an init waiting for its plan dies with segid (the zygote dies with segid).
+    // SAFETY: prctl with integer arguments.
+    // (Had the zygote already died, the channel's end of file ends this init anyway.)
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
     mark("sources, root, identity");
     rootfs::build(root, sources)?;
     rootfs::pivot()?;

@@ -99,6 +99,13 @@ impl Zygote {
 fn serve(sock: OwnedFd) -> ! {
     // SAFETY: prctl with integer arguments: die with the daemon rather than outlive it.
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) };
+    // Cloning with new namespaces needs no capability (the user namespace comes first), and
+    // each init gets its full set inside its own namespace: the zygote keeps none. If that
+    // fails the zygote exits, and every spawn reports it.
+    if crate::privileges::drop_all().is_err() {
+        // SAFETY: ending this single-threaded child without the parent's exit handlers.
+        unsafe { libc::_exit(1) }
+    }
     // Children are reaped by the kernel: the daemon follows each init through its pidfd and
     // its channel, so the zygote never waits.
     // SAFETY: SIG_IGN installs no handler code.
