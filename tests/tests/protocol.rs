@@ -208,3 +208,20 @@ fn stdin_and_files_over_the_raw_protocol() {
     let stdout: String = events.iter().filter_map(|e| e["text"].as_str()).collect();
     assert_eq!(stdout, "stdin\nfile\nscript\n", "{events:?}");
 }
+
+#[test]
+fn the_client_library_example_judges_over_one_connection() {
+    // `cargo test` builds the examples of the workspace next to the binaries.
+    let example = segi_tests::bin_dir().join("examples/judge");
+    if !example.is_file() {
+        panic!("{} is missing: build it with `cargo build --release --examples`", example.display());
+    }
+    let output = std::process::Command::new(example)
+        .env("SEGID_SOCKET", daemon().socket())
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("run the judge example");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    assert!(stdout.ends_with("3/3 passed\n"), "{stdout}");
+}
