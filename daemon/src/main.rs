@@ -238,8 +238,13 @@ fn is_stale_cgroup(name: &str) -> bool {
     if pid == std::process::id() {
         return false;
     }
+    // A zombie segid (dead, not yet reaped) is as dead as a missing one.
+    let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next().map(|s| s == "Z")))
+        .unwrap_or(true);
     match std::fs::read_to_string(format!("/proc/{pid}/comm")) {
-        Ok(comm) => comm.trim() != "segid",
+        Ok(comm) => zombie || comm.trim() != "segid",
         Err(_) => true,
     }
 }

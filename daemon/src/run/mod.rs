@@ -363,10 +363,17 @@ async fn supervise(
 
     // Every process is gone, so the pipes reach EOF; a client that stopped reading is the
     // only thing that can hold the pumps, and its cancellation releases them.
-    let [stdout_pump, stderr_pump] = pumps;
+    let [mut stdout_pump, mut stderr_pump] = pumps;
     tokio::select! {
-        _ = async { let _ = stdout_pump.await; let _ = stderr_pump.await; } => {}
-        _ = cancel.cancelled() => {}
+        _ = async { let _ = (&mut stdout_pump).await; let _ = (&mut stderr_pump).await; } => {}
+        _ = cancel.cancelled() => {
+            // Stop them where they are: `output_bytes` counts what reached the event queue,
+            // so what the result says is exactly what the client gets before it.
+            stdout_pump.abort();
+            stderr_pump.abort();
+            let _ = stdout_pump.await;
+            let _ = stderr_pump.await;
+        }
     }
     let usage = cgroup.and_then(|cg| cg.usage().ok());
 
@@ -377,7 +384,7 @@ async fn supervise(
     };
     tracing::debug!(?t_ready, end = ?t0.elapsed(), "run phases");
     let mut result =
-        decide(&Outcome { end, stop, usage, limits, output_bytes: budget.used(), daemon_wall, measured_by });
+        decide(&Outcome { end, stop, usage, limits, output_bytes: budget.sent(), daemon_wall, measured_by });
     result.collected = collected;
     (result, Some(Teardown { chan, init, listener }))
 }

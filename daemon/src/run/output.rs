@@ -25,6 +25,8 @@ pub enum Stream {
 pub struct OutputBudget {
     limit: u64,
     used: AtomicU64,
+    /// Bytes handed to the event queue: what the client gets.
+    sent: AtomicU64,
     exceeded: AtomicBool,
     pub exceeded_signal: Notify,
 }
@@ -34,6 +36,7 @@ impl OutputBudget {
         Arc::new(OutputBudget {
             limit,
             used: AtomicU64::new(0),
+            sent: AtomicU64::new(0),
             exceeded: AtomicBool::new(false),
             exceeded_signal: Notify::new(),
         })
@@ -41,6 +44,11 @@ impl OutputBudget {
 
     pub fn used(&self) -> u64 {
         self.used.load(Ordering::Relaxed).min(self.limit)
+    }
+
+    /// Bytes queued as events (at most `used`; less when a cancel stopped a pump mid-way).
+    pub fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
     }
 
     pub fn exceeded(&self) -> bool {
@@ -75,18 +83,18 @@ pub async fn pump(fd: OwnedFd, stream: Stream, budget: Arc<OutputBudget>, events
         let end = carry + allowed;
         if allowed < n {
             // Over the limit: forward what fits, then stop reading; the run is being ended.
-            send(&events, stream, &buf[..end]).await;
+            send(&events, stream, &buf[..end], &budget).await;
             return;
         }
         let keep = incomplete_utf8_tail(&buf[..end]);
-        send(&events, stream, &buf[..end - keep]).await;
+        send(&events, stream, &buf[..end - keep], &budget).await;
         buf.copy_within(end - keep..end, 0);
         carry = keep;
     }
-    send(&events, stream, &buf[..carry]).await;
+    send(&events, stream, &buf[..carry], &budget).await;
 }
 
-async fn send(events: &mpsc::Sender<Event>, stream: Stream, bytes: &[u8]) {
+async fn send(events: &mpsc::Sender<Event>, stream: Stream, bytes: &[u8], budget: &OutputBudget) {
     if bytes.is_empty() {
         return;
     }
@@ -96,7 +104,9 @@ async fn send(events: &mpsc::Sender<Event>, stream: Stream, bytes: &[u8]) {
         Stream::Stderr => Event::Stderr(payload),
     };
     // A closed receiver means the client is gone; the run is cancelled elsewhere.
-    let _ = events.send(event).await;
+    if events.send(event).await.is_ok() {
+        budget.sent.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+    }
 }
 
 /// Length of an unfinished UTF-8 sequence at the end of `bytes` (0 when none), so that a
