@@ -5,12 +5,14 @@
 //! - [`connection`]: the case that times `run` requests over one open client connection.
 //! - [`daemon`]: the private `segid` the segi cases talk to, stopped by a drop guard.
 //! - [`stats`]: median and p90 of the samples.
+//! - [`parser`]: `--parser`, the throughput of segid's SEGI stdout parser instead (no daemon).
 //!
 //! A benchmark, not a test: it reports figures and asserts none.
 
 mod commands;
 mod connection;
 mod daemon;
+mod parser;
 mod stats;
 
 use anyhow::{Context, Result};
@@ -64,7 +66,17 @@ struct Args {
     /// The policy directory for the daemon [default: the repository's policies/].
     #[arg(long, value_name = "DIR")]
     policies: Option<PathBuf>,
+    /// Measure the throughput of the SEGI stdout parser instead (text lines, then data lines),
+    /// in-process: no daemon, no sandbox.
+    #[arg(long)]
+    parser: bool,
+    /// With --parser: the size of each generated stream.
+    #[arg(long, default_value_t = 256, value_name = "MIB", value_parser = clap::value_parser!(u64).range(1..=16384))]
+    parser_mib: u64,
 }
+
+/// With --parser: timed passes over each stream (the median is reported).
+const PARSER_REPETITIONS: usize = 5;
 
 /// What is measured, in the order of the report.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -157,6 +169,9 @@ fn interrupted() -> bool {
 #[tokio::main]
 async fn main() -> ExitCode {
     let args = Args::parse();
+    if args.parser {
+        return parser_bench(&args);
+    }
     tokio::spawn(async {
         if tokio::signal::ctrl_c().await.is_ok() {
             INTERRUPTED.store(true, Ordering::Relaxed);
@@ -182,6 +197,60 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `--parser`: CPU-bound and in-process, so it runs on this thread, before anything else.
+fn parser_bench(args: &Args) -> ExitCode {
+    let Ok(size) = usize::try_from(args.parser_mib << 20) else {
+        eprintln!("segi-bench: --parser-mib is too large for this machine");
+        return ExitCode::FAILURE;
+    };
+    let results = parser::measure(size, PARSER_REPETITIONS, progress);
+    if args.json {
+        println!("{:#}", parser_json(&results));
+    } else {
+        print!("{}", parser_table(&results));
+    }
+    ExitCode::SUCCESS
+}
+
+fn parser_table(results: &[parser::Throughput]) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "SEGI stdout parser: 64 KiB chunks, MB/s: median and best of {PARSER_REPETITIONS} passes, MB = 10^6 bytes"
+    );
+    let _ = writeln!(out, "{:<36} {:>6} {:>10} {:>8} {:>8}", "case", "MiB", "events", "MB/s", "best");
+    for r in results {
+        let (mib, median, best) = (r.bytes >> 20, r.median_mb_s(), r.best_mb_s());
+        let _ = writeln!(out, "{:<36} {mib:>6} {:>10} {median:>8.0} {best:>8.0}", r.label, r.events);
+    }
+    for r in results {
+        let (verdict, cmp) = if r.meets_bar() { ("met", ">=") } else { ("NOT met", "<") };
+        let _ =
+            writeln!(out, "bar {verdict}: {} {:.0} MB/s {cmp} {:.0} MB/s", r.case, r.median_mb_s(), parser::BAR_MB_S);
+    }
+    out
+}
+
+fn parser_json(results: &[parser::Throughput]) -> serde_json::Value {
+    let cases: Vec<_> = results
+        .iter()
+        .map(|r| {
+            json!({
+                "case": r.case,
+                "label": r.label,
+                "bytes": r.bytes,
+                "events": r.events,
+                "median_mb_s": r.median_mb_s().round(),
+                "best_mb_s": r.best_mb_s().round(),
+                "mb_s": r.mb_s.iter().map(|v| v.round()).collect::<Vec<_>>(),
+                "bar_met": r.meets_bar(),
+            })
+        })
+        .collect();
+    json!({ "parser": { "chunk_bytes": 64 * 1024, "bar_mb_s": parser::BAR_MB_S, "cases": cases } })
 }
 
 /// Measures every selected case; a case that cannot run is reported, not fatal.

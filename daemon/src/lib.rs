@@ -4,6 +4,7 @@
 //! - [`rpc`]: the Unix socket, JSON-RPC framing, one module per method (`rpc::methods`).
 //! - [`policy`]: the TOML policies a request runs under, and its limits against them.
 //! - [`run`]: one run from checked request to result: supervision, output events, verdict.
+//! - [`evaluation`]: SEGI evaluations; the parser turning an evaluator's stdout into events.
 //! - [`sandbox`]: the kernel mechanisms, one module each (namespaces via the zygote, id maps,
 //!   cgroups, root filesystem, credentials, landlock, seccomp, rlimits) and init, which
 //!   applies them inside the run.
@@ -12,6 +13,7 @@
 //! - [`privileges`]: what the daemon keeps of root after set-up.
 
 pub mod daemon;
+pub mod evaluation;
 pub mod host;
 pub mod policy;
 pub mod privileges;
