@@ -21,7 +21,7 @@ setup:
 
 ## build: release build of every binary in the workspace.
 build: setup
-	$(CARGO) build --workspace --release --bins
+	$(CARGO) build --workspace --release --bins --examples
 
 ## run: start a private segid and show a few runs through segi-client.
 run: build
@@ -42,11 +42,44 @@ test: lint build
 bench: build
 	$(RELEASE)/segi-bench
 
-## install: segid and segi-client to $(PREFIX)/bin, policies to $(PREFIX)/share/segi.
+## install: build, then install-files.
+## install-files (no build): segid and segi-client to $(PREFIX)/bin, policies to
+## $(PREFIX)/share/segi, the systemd units to $(PREFIX)/lib/systemd/system (with @PREFIX@ and
+## @BINDIR@ replaced by the installed paths, never by DESTDIR), the sysusers.d snippet to
+## $(PREFIX)/lib/sysusers.d/segi.conf and docs/operations.md to $(PREFIX)/share/doc/segi.
+## DESTDIR stages everything below another directory (packaging; no root needed there).
+## uninstall: removes what install-files installed (not the segi user, not /var/lib/segi).
+.PHONY: install-files uninstall
+UNITDIR := $(DESTDIR)$(PREFIX)/lib/systemd/system
+SYSUSERSDIR := $(DESTDIR)$(PREFIX)/lib/sysusers.d
+DOCDIR := $(DESTDIR)$(PREFIX)/share/doc/segi
+UNITS := segid.socket segid.service
+UNIT_SED := -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@BINDIR@|$(PREFIX)/bin|g'
+
+# A sub-make, not a second prerequisite: with -j, install-files must not start before build ends.
 install: build
-	install -d "$(BINDIR)" "$(POLICYDIR)"
+	$(MAKE) --no-print-directory install-files
+
+install-files:
+	install -d "$(BINDIR)" "$(POLICYDIR)" "$(UNITDIR)" "$(SYSUSERSDIR)" "$(DOCDIR)"
 	install -m 0755 $(RELEASE)/segid $(RELEASE)/segi-client "$(BINDIR)/"
 	cp -r policies/. "$(POLICYDIR)/"
+	for unit in $(UNITS); do \
+		sed $(UNIT_SED) "systemd/$$unit" > "$(UNITDIR)/$$unit.tmp"; \
+		if grep -n '@[A-Z]*@' "$(UNITDIR)/$$unit.tmp"; then \
+			echo "$$unit: placeholder left after substitution" >&2; rm -f "$(UNITDIR)/$$unit.tmp"; exit 1; \
+		fi; \
+		chmod 0644 "$(UNITDIR)/$$unit.tmp"; \
+		mv -f "$(UNITDIR)/$$unit.tmp" "$(UNITDIR)/$$unit"; \
+	done
+	install -m 0644 systemd/segi.sysusers.conf "$(SYSUSERSDIR)/segi.conf"
+	install -m 0644 docs/operations.md "$(DOCDIR)/operations.md"
+
+uninstall:
+	rm -f "$(BINDIR)/segid" "$(BINDIR)/segi-client" "$(SYSUSERSDIR)/segi.conf" "$(DOCDIR)/operations.md"
+	for unit in $(UNITS); do rm -f "$(UNITDIR)/$$unit"; done
+	rm -rf "$(POLICYDIR)"
+	rmdir "$(DOCDIR)" "$(DESTDIR)$(PREFIX)/share/segi" 2>/dev/null || true
 
 ## clean: remove build output.
 clean:

@@ -85,7 +85,9 @@ fn default_socket(root: bool) -> PathBuf {
 fn main() {
     let args = Args::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_env("SEGID_LOG").unwrap_or_else(|_| "info".into());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colours only on a terminal: journald stores escape codes as "[blob data]".
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     match args.log_format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().flatten_event(true).init(),

@@ -38,9 +38,13 @@ pub fn keep_only_run_capabilities(dac_override: bool) -> Result<Vec<String>, cap
 }
 
 /// Drops every capability of the calling thread (the zygote: it only clones, which needs none).
+/// The bounding set can only shrink with CAP_SETPCAP; without it (rootless) nothing in the
+/// other sets can be regained from it anyway.
 pub fn drop_all() -> Result<(), caps::errors::CapsError> {
-    for cap in caps::read(None, CapSet::Bounding)? {
-        caps::drop(None, CapSet::Bounding, cap)?;
+    if caps::has_cap(None, CapSet::Effective, Capability::CAP_SETPCAP)? {
+        for cap in caps::read(None, CapSet::Bounding)? {
+            caps::drop(None, CapSet::Bounding, cap)?;
+        }
     }
     for set in [CapSet::Ambient, CapSet::Inheritable, CapSet::Effective, CapSet::Permitted] {
         caps::clear(None, set)?;

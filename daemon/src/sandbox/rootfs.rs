@@ -49,8 +49,12 @@ pub fn open_sources(plan: &RootPlan) -> Result<Vec<Source>, SetupError> {
         }
         let meta = match std::fs::symlink_metadata(path) {
             Ok(meta) => meta,
-            // A policy may name directories some hosts lack (/lib64, /lib32).
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            // A policy may name directories some hosts lack (/lib64, /lib32), or that the
+            // daemon's user may not see (/root/.cargo when segid runs as its own user): the
+            // sandbox then lacks them too, which is never less isolated.
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::PermissionDenied) => {
+                continue
+            }
             Err(e) => return Err(io_step("inspect a bind source")(e)),
         };
         if meta.file_type().is_symlink() {

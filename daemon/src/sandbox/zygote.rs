@@ -106,6 +106,16 @@ fn serve(sock: OwnedFd) -> ! {
         // SAFETY: ending this single-threaded child without the parent's exit handlers.
         unsafe { libc::_exit(1) }
     }
+    // Nothing segid inherited (a socket from systemd, say) stays open in the zygote, so none
+    // of it can reach an init.
+    let keep = sock.as_raw_fd() as u32;
+    // SAFETY: closing this process's own descriptors other than 0-2 and `sock`.
+    unsafe {
+        if keep > 3 {
+            libc::close_range(3, keep - 1, 0);
+        }
+        libc::close_range(keep + 1, u32::MAX, 0);
+    }
     // Children are reaped by the kernel: the daemon follows each init through its pidfd and
     // its channel, so the zygote never waits.
     // SAFETY: SIG_IGN installs no handler code.
