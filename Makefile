@@ -41,6 +41,7 @@ test: lint build
 ## bench: median time per run of /bin/true, bare and under unshare, bwrap and segi.
 bench: build
 	$(RELEASE)/segi-bench
+	$(RELEASE)/segi-bench --parser
 
 ## install: build, then install-files.
 ## install-files (no build): segid and segi-client to $(PREFIX)/bin, policies to
