@@ -100,6 +100,18 @@ impl RawConn {
         }
     }
 
+    /// Like [`RawConn::read_json`], skipping `queued` events (a run waiting for a slot of a
+    /// daemon that other tests share).
+    pub fn read_json_skipping_queued(&mut self, timeout: Duration) -> Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let message = self.read_json(deadline.saturating_duration_since(Instant::now()));
+            if message["params"]["event"]["type"] != "queued" {
+                return message;
+            }
+        }
+    }
+
     /// Sends a request with a fresh numeric id and waits for its response, collecting the
     /// `event` notifications for it. Returns `(events, response)`.
     pub fn call(&mut self, method: &str, params: Value) -> (Vec<Value>, Value) {

@@ -74,7 +74,7 @@ fn output_is_streamed_live() {
     let mut conn = daemon().raw_connect();
     conn.send_request(&json!("live"), "run", json!({"command": ["sh", "-c", "echo first; sleep 0.5; echo second"]}));
     let started = Instant::now();
-    let first = conn.read_json(Duration::from_secs(5));
+    let first = conn.read_json_skipping_queued(Duration::from_secs(5));
     let first_at = started.elapsed();
     assert_eq!(first["method"], "event", "expected an event first: {first}");
     assert_eq!(first["params"]["id"], "live", "{first}");
@@ -122,7 +122,7 @@ fn a_duplicate_running_id_is_refused() {
     let mut conn = daemon().raw_connect();
     conn.send_request(&json!("dup"), "run", json!({"command": ["sleep", "1"], "limits": {"wall_time": 5}}));
     conn.send_request(&json!("dup"), "run", json!({"command": ["true"]}));
-    let first = conn.read_json(Duration::from_secs(5));
+    let first = conn.read_json_skipping_queued(Duration::from_secs(5));
     assert_eq!(first["id"], "dup", "{first}");
     assert_eq!(first["error"]["code"].as_i64(), Some(DUPLICATE_ID), "{first}");
     let (_, response) = conn.wait_response(&json!("dup"), Duration::from_secs(10));
@@ -137,7 +137,7 @@ fn cancel_stops_a_run() {
         "run",
         json!({"command": ["sh", "-c", "echo started; exec sleep 103"], "limits": {"wall_time": 30}}),
     );
-    let started = conn.read_json(Duration::from_secs(10));
+    let started = conn.read_json_skipping_queued(Duration::from_secs(10));
     assert_eq!(started["params"]["event"]["text"], "started\n", "{started}");
     let cancelled_at = Instant::now();
     conn.send_request(&json!("c2"), "cancel", json!({"id": "c1"}));
@@ -174,7 +174,7 @@ fn closing_the_connection_stops_its_runs() {
         "run",
         json!({"command": ["sh", "-c", "echo started; exec sleep 104"], "limits": {"wall_time": 30}}),
     );
-    let started = conn.read_json(Duration::from_secs(10));
+    let started = conn.read_json_skipping_queued(Duration::from_secs(10));
     assert_eq!(started["params"]["event"]["text"], "started\n", "{started}");
     assert!(
         poll_until(Duration::from_secs(2), || !host::processes_with_argv(&["sleep", "104"]).is_empty()),
