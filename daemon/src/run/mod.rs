@@ -291,10 +291,9 @@ async fn supervise(
     let mut violation_pending = true;
 
     let budget = OutputBudget::new(limits.output);
-    let pumps = [
-        tokio::spawn(output::pump(out_r, Stream::Stdout, budget.clone(), events.clone())),
-        tokio::spawn(output::pump(err_r, Stream::Stderr, budget.clone(), events)),
-    ];
+    let mut pumps = tokio::task::JoinSet::new();
+    pumps.spawn(output::pump(out_r, Stream::Stdout, budget.clone(), events.clone()));
+    pumps.spawn(output::pump(err_r, Stream::Stderr, budget.clone(), events));
 
     let wall_deadline = started + Duration::from_secs_f64(limits.wall_time);
     let mut stop: Option<Stop> = None;
@@ -363,16 +362,13 @@ async fn supervise(
 
     // Every process is gone, so the pipes reach EOF; a client that stopped reading is the
     // only thing that can hold the pumps, and its cancellation releases them.
-    let [mut stdout_pump, mut stderr_pump] = pumps;
     tokio::select! {
-        _ = async { let _ = (&mut stdout_pump).await; let _ = (&mut stderr_pump).await; } => {}
+        _ = async { while pumps.join_next().await.is_some() {} } => {}
         _ = cancel.cancelled() => {
             // Stop them where they are: `output_bytes` counts what reached the event queue,
             // so what the result says is exactly what the client gets before it.
-            stdout_pump.abort();
-            stderr_pump.abort();
-            let _ = stdout_pump.await;
-            let _ = stderr_pump.await;
+            pumps.abort_all();
+            while pumps.join_next().await.is_some() {}
         }
     }
     let usage = cgroup.and_then(|cg| cg.usage().ok());
