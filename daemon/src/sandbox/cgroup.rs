@@ -266,6 +266,25 @@ impl RunCgroup {
     }
 }
 
+/// The last resort for a run abandoned without `remove` (its task failed): kill what is left
+/// and remove the directories, so that a failure never leaves a cgroup behind.
+impl Drop for RunCgroup {
+    fn drop(&mut self) {
+        if self.dirs.is_empty() {
+            return;
+        }
+        self.kill_all();
+        for _ in 0..100 {
+            self.dirs.retain(|dir| std::fs::remove_dir(dir).is_err() && dir.exists());
+            if self.dirs.is_empty() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        tracing::error!(dirs = ?self.dirs, "run cgroups could not be removed");
+    }
+}
+
 fn kill_members(dir: &Path) {
     for _ in 0..100 {
         let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
