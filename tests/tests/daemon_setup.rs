@@ -97,3 +97,35 @@ fn a_sandbox_step_that_fails_after_fork_is_ie_not_the_programs_fault() {
     assert!(message.contains("program setup"), "{message}");
     assert_eq!(daemon.run_json(&["--", "true"]).result.verdict, Verdict::OK);
 }
+
+#[test]
+fn bad_service_flags_are_refused_at_start_naming_the_flag() {
+    let dir = segi_tests::temp_dir("bad-flags");
+    for (flag, value) in [
+        ("--socket-group", "no-such-group-segi"),
+        ("--stop-timeout", "-1"),
+        ("--stop-timeout", "soon"),
+        ("--uid-base", "-5"),
+        ("--max-runs", "many"),
+    ] {
+        let output = run_with_timeout(
+            Command::new(binary("segid"))
+                .arg("--socket")
+                .arg(dir.join("segid.sock"))
+                .arg("--policies")
+                .arg(segi_tests::workspace_dir().join("policies"))
+                .arg("--state-dir")
+                .arg(dir.join("state"))
+                .arg(format!("{flag}={value}"))
+                .stdin(Stdio::null()),
+            Duration::from_secs(10),
+        );
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_ne!(output.status.code(), Some(0), "{flag}={value} was accepted: {stderr}");
+        assert!(
+            stderr.contains(flag.trim_start_matches('-')),
+            "{flag}={value}: the error should name the flag: {stderr}"
+        );
+        assert!(!dir.join("segid.sock").exists(), "{flag}={value}: a socket was created");
+    }
+}
