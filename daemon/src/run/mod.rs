@@ -218,8 +218,10 @@ fn first_violation(listener: OwnedFd) -> tokio::task::JoinHandle<Option<String>>
 
 fn cpu_poll_interval(limit: f64, used: f64) -> Duration {
     // Usage can grow by one second per second per CPU: poll in time to catch the limit within
-    // a few milliseconds, without polling a long run needlessly.
-    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
+    // a few milliseconds, without polling a long run needlessly. The CPU count is read once:
+    // available_parallelism reads cgroup files, which every tick of every run would repeat.
+    static CPUS: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
+    let cpus = *CPUS.get_or_init(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64);
     Duration::from_secs_f64(((limit - used) / cpus / 2.0).clamp(0.002, 0.05))
 }
 
