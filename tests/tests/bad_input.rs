@@ -325,3 +325,24 @@ fn client_usage_errors_exit_125_naming_the_flag() {
     );
     assert_eq!(output.status.code(), Some(125), "{}", String::from_utf8_lossy(&output.stderr));
 }
+
+#[test]
+fn cancel_with_bad_params_is_invalid_params_and_stops_nothing() {
+    let mut conn = daemon().raw_connect();
+    conn.send_request(
+        &json!("keep"),
+        "run",
+        json!({"command": ["sh", "-c", "echo started; sleep 0.5; echo finished"], "limits": {"wall_time": 10}}),
+    );
+    for params in [json!({}), json!({"id": 1, "extra": true}), json!([1, 2]), json!({"ids": ["keep"]})] {
+        let (_, response) = conn.call("cancel", params.clone());
+        assert_error_shape(&response);
+        assert_eq!(response["error"]["code"].as_i64(), Some(INVALID_PARAMS), "cancel {params}: {response}");
+    }
+    // The run those requests did not name goes on to the end.
+    let (events, response) = conn.wait_response(&json!("keep"), Duration::from_secs(10));
+    assert_eq!(response["result"]["verdict"], "OK", "{response}");
+    let text: String = events.iter().filter_map(|e| e["text"].as_str()).collect();
+    assert_eq!(text, "started\nfinished\n", "{events:?}");
+    daemon().assert_alive();
+}
