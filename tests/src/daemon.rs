@@ -62,31 +62,7 @@ impl Daemon {
         for (name, toml) in extra {
             fs::write(policies.join(format!("{name}.toml")), toml).expect("write extra policy");
         }
-        let log = fs::File::create(dir.join("segid.log")).expect("create segid.log");
-        let mut command = Command::new(crate::binary("segid"));
-        command
-            .arg("--socket")
-            .arg(dir.join("segid.sock"))
-            .arg("--policies")
-            .arg(&policies)
-            .arg("--state-dir")
-            .arg(dir.join("state"))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().expect("dup log"))
-            .stderr(log);
-        // A stop lets running runs finish for --stop-timeout (10 s by default): 1 s keeps the
-        // suite quick; tests of the stop itself pass their own.
-        if !args.contains(&"--stop-timeout") {
-            command.args(["--stop-timeout", "1"]);
-        }
-        if std::env::var_os("RUST_LOG").is_none() {
-            command.env("RUST_LOG", "info");
-        }
-        let child = spawn_tied_to_this_process(command).expect("spawn segid");
-        let daemon = Daemon { dir, pid: child.id(), child: Mutex::new(Some(child)) };
-        daemon.wait_until_ready();
-        daemon
+        Self::start_in(&dir, args)
     }
 
     /// The daemon shared by every test of this test binary, stopped when the process exits.
@@ -235,6 +211,21 @@ impl Daemon {
         JsonRun::parse(&args.join(" "), output, started.elapsed())
     }
 
+    /// The daemon's open file descriptors once it is idle: segid keeps one init cloned ahead of
+    /// the next run (its pidfd and channel), so wait until that init is there and the list
+    /// holds still, or counts taken before and after some runs would differ by timing alone.
+    pub fn idle_fds(&self) -> Vec<String> {
+        let mut fds = crate::host::open_fds(self.pid);
+        crate::poll_until(Duration::from_secs(3), || {
+            thread::sleep(Duration::from_millis(20));
+            let now = crate::host::open_fds(self.pid);
+            let settled = now == fds && now.iter().any(|fd| fd.contains("pidfd"));
+            fds = now;
+            settled
+        });
+        fds
+    }
+
     /// Starts another `segid` in the directory of an earlier daemon (`dir()` of a daemon that
     /// was stopped or killed), on the same socket, policies and state directory, with `args`
     /// added to its command line: a restart. Its stderr is appended to `segid.log`. Drop the
@@ -253,6 +244,11 @@ impl Daemon {
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("dup log"))
             .stderr(log);
+        // A stop lets running runs finish for --stop-timeout (10 s by default): 1 s keeps the
+        // suite quick; tests of the stop itself pass their own.
+        if !args.contains(&"--stop-timeout") {
+            command.args(["--stop-timeout", "1"]);
+        }
         if std::env::var_os("RUST_LOG").is_none() {
             command.env("RUST_LOG", "info");
         }
@@ -356,7 +352,8 @@ pub fn event_bytes(event: &Value) -> Vec<u8> {
     panic!("an output event without text or base64: {event}")
 }
 
-fn truncate(text: &str, max: usize) -> String {
+/// `text` cut to at most `max` bytes (on a character boundary), saying how long it was.
+pub fn truncate(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_owned();
     }

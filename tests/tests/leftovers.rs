@@ -33,8 +33,7 @@ fn nothing_is_left_after_nasty_runs_and_shutdown() {
     assert_eq!(warm.result.verdict, Verdict::OK, "{}", warm.describe());
     // segid keeps one init cloned ahead of the next run (its pidfd and channel); count the
     // fds once that init is there.
-    poll_until(Duration::from_secs(3), || host::open_fds(daemon.pid()).iter().any(|fd| fd.contains("pidfd")));
-    let fds_before = host::open_fds(daemon.pid());
+    let fds_before = daemon.idle_fds();
 
     let batch: Vec<(&str, Vec<String>, Verdict)> = vec![
         (

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use segi_tests::daemon::event_bytes;
+use segi_tests::daemon::{event_bytes, truncate};
 use segi_tests::{compile_c, host, mapping, poll_until, Daemon, RawConn, ReadError, Verdict, SANDBOX_UIDS};
 
 /// The tests of this binary run one at a time (see the module comment).
@@ -364,7 +364,7 @@ fn a_garbage_client_does_not_disturb_a_good_one() {
     let (_, warm) = good.call("run", json!({"command": ["true"]}));
     assert_eq!(warm["result"]["verdict"], "OK", "{warm}");
     let rss_before = vm_kib(daemon_pid, "VmRSS").expect("VmRSS of segid");
-    let fds_before = host::open_fds(daemon_pid);
+    let fds_before = daemon.idle_fds();
 
     let stop = AtomicBool::new(false);
     let started = Instant::now();
@@ -720,19 +720,7 @@ fn a_client_that_stops_reading_does_not_grow_the_daemon() {
     let rss_before = vm_kib(daemon_pid, "VmRSS").expect("VmRSS of segid");
 
     // A run that writes as fast as it can, on a connection nobody reads.
-    let mut slow = daemon.raw_connect();
-    slow.send_request(
-        &json!("flood"),
-        "run",
-        json!({"command": ["yes", "a line of output that goes nowhere"],
-               "limits": {"output": 1_000_000_000u64, "wall_time": 10, "cpu_time": 10}}),
-    );
-    let mut yes = Vec::new();
-    let started = poll_until(Duration::from_secs(10), || {
-        yes = descendants(daemon_pid).into_iter().filter(|p| p.cmdline.starts_with("yes ")).collect();
-        !yes.is_empty()
-    });
-    assert!(started, "the yes run did not start within 10 s; log:\n{}", daemon.log());
+    let (slow, yes) = start_unread_flood(&daemon, "a line of output that goes nowhere");
 
     // For 3 s: the daemon's memory, and another client's pings and runs.
     let sampling = Instant::now();
@@ -849,20 +837,7 @@ struct Cancelled {
 /// (the program blocks in a pipe write), then sends `cancel` without reading, waits for the
 /// program to die, and reads everything.
 fn cancel_a_run_nobody_reads(daemon: &Daemon) -> Cancelled {
-    let daemon_pid = daemon.pid();
-    let mut slow = daemon.raw_connect();
-    slow.send_request(
-        &json!("flood"),
-        "run",
-        json!({"command": ["yes", "more output nobody reads"],
-               "limits": {"output": 1_000_000_000u64, "wall_time": 10, "cpu_time": 10}}),
-    );
-    let mut yes = Vec::new();
-    let started = poll_until(Duration::from_secs(10), || {
-        yes = descendants(daemon_pid).into_iter().filter(|p| p.cmdline.starts_with("yes ")).collect();
-        !yes.is_empty()
-    });
-    assert!(started, "the yes run did not start within 10 s; log:\n{}", daemon.log());
+    let (mut slow, yes) = start_unread_flood(daemon, "more output nobody reads");
     // Everything between the program and the client fills up: the daemon no longer takes
     // output from the pipe, so the program sleeps in a pipe write.
     let blocked = poll_until(Duration::from_secs(5), || {
@@ -1069,13 +1044,20 @@ fn tail(text: &str, lines: usize) -> String {
     all[all.len().saturating_sub(lines)..].join("\n")
 }
 
-fn truncate(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}... ({} bytes)", &text[..end], text.len())
+/// Starts `yes LINE` (request id "flood", output limit 1e9, 10 s) on a new connection that the
+/// caller does not read yet; returns the connection and the `yes` processes once they run.
+fn start_unread_flood(daemon: &Daemon, line: &str) -> (RawConn, Vec<Proc>) {
+    let mut slow = daemon.raw_connect();
+    slow.send_request(
+        &json!("flood"),
+        "run",
+        json!({"command": ["yes", line], "limits": {"output": 1_000_000_000u64, "wall_time": 10, "cpu_time": 10}}),
+    );
+    let mut yes = Vec::new();
+    let started = poll_until(Duration::from_secs(10), || {
+        yes = descendants(daemon.pid()).into_iter().filter(|p| p.cmdline.starts_with("yes ")).collect();
+        !yes.is_empty()
+    });
+    assert!(started, "the yes run did not start within 10 s; log:\n{}", daemon.log());
+    (slow, yes)
 }
