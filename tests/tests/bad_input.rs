@@ -334,6 +334,8 @@ fn cancel_with_bad_params_is_invalid_params_and_stops_nothing() {
         "run",
         json!({"command": ["sh", "-c", "echo started; sleep 0.5; echo finished"], "limits": {"wall_time": 10}}),
     );
+    let started = conn.read_json_skipping_queued(Duration::from_secs(10));
+    assert_eq!(started["params"]["event"]["text"], "started\n", "{started}");
     for params in [json!({}), json!({"id": 1, "extra": true}), json!([1, 2]), json!({"ids": ["keep"]})] {
         let (_, response) = conn.call("cancel", params.clone());
         assert_error_shape(&response);
@@ -343,6 +345,6 @@ fn cancel_with_bad_params_is_invalid_params_and_stops_nothing() {
     let (events, response) = conn.wait_response(&json!("keep"), Duration::from_secs(10));
     assert_eq!(response["result"]["verdict"], "OK", "{response}");
     let text: String = events.iter().filter_map(|e| e["text"].as_str()).collect();
-    assert_eq!(text, "started\nfinished\n", "{events:?}");
+    assert_eq!(text, "finished\n", "{events:?}");
     daemon().assert_alive();
 }
