@@ -1,0 +1,3 @@
+# Never answers: every case ends in time_limit.
+while True:
+    pass
