@@ -3,16 +3,25 @@
 //! Two tasks serve the connection. The writer sends whole request lines from a queue, so a
 //! request is never half-written even when the caller's future is dropped. The reader hands
 //! every line the daemon sends to the router, which completes the request it belongs to.
+//!
+//! A request may pass open files along (SCM_RIGHTS): its `"fd": N` fields are indexes into the
+//! descriptors sent with its line. segid gives a read's descriptors to the line that holds the
+//! last byte of that read, so the writer sends a line's first bytes and its descriptors in one
+//! `sendmsg`, after the previous line is written in full, and the rest of the line plainly.
 
+use std::io::{self, IoSlice};
+use std::os::fd::{AsRawFd as _, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
 use segi_proto::jsonrpc::Request;
-use segi_proto::{Capabilities, Event, RunRequest, RunResult, MAX_MESSAGE_BYTES};
+use segi_proto::{Capabilities, EvaluateRequest, Event, RunRequest, RunResult, MAX_MESSAGE_BYTES};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Interest};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 use tokio::sync::{mpsc, oneshot};
@@ -20,6 +29,12 @@ use tokio::task::JoinHandle;
 
 use crate::router::{Pending, Reply, Router};
 use crate::Error;
+
+/// Most file descriptors one request may pass (segid refuses more).
+pub const MAX_FDS: usize = 64;
+
+/// One request line for the writer, with the descriptors that go with it.
+type Outgoing = (Vec<u8>, Vec<OwnedFd>);
 
 /// What `ping` answers.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -36,7 +51,7 @@ pub struct Pong {
 pub struct Client {
     socket: PathBuf,
     router: Router,
-    outgoing: mpsc::UnboundedSender<Vec<u8>>,
+    outgoing: mpsc::UnboundedSender<Outgoing>,
     next_id: AtomicU64,
     max_message_bytes: usize,
     reader: JoinHandle<()>,
@@ -79,7 +94,7 @@ impl Client {
     /// Sends any method and waits for its result. `Value::Null` params are left out of the
     /// request. Events the daemon streams for the request are dropped.
     pub async fn call(&self, method: &str, params: Value) -> Result<Value, Error> {
-        let (_, pending) = self.send(method, params, false)?;
+        let (_, pending) = self.send(method, params, false, Vec::new())?;
         self.wait(pending.reply).await
     }
 
@@ -96,11 +111,51 @@ impl Client {
     /// Starts a `run` and returns as soon as it is sent; read its output and result from
     /// the [`RunHandle`], whose [`RunHandle::id`] is what [`Client::cancel`] takes.
     pub async fn start_run(&self, request: &RunRequest) -> Result<RunHandle, Error> {
+        self.start_run_with_fds(request, Vec::new()).await
+    }
+
+    /// [`Client::start_run`] for a request whose `files[].fd` name open files: `fds[N]` is
+    /// what `"fd": N` reads (at most [`MAX_FDS`], each named by the request). The descriptors
+    /// are closed here once sent.
+    pub async fn start_run_with_fds(&self, request: &RunRequest, fds: Vec<OwnedFd>) -> Result<RunHandle, Error> {
+        self.start_streaming("run", request, fds)
+    }
+
+    /// Starts an `evaluate` (a SEGI evaluation) and returns as soon as it is sent. `fds[N]` is
+    /// the open file that `"fd": N` of a submission or problem file reads (at most
+    /// [`MAX_FDS`], each named by the request); they are closed here once sent. The handle
+    /// yields [`Event::Text`], [`Event::Data`] and [`Event::Stderr`], then the result with its
+    /// `warnings`.
+    pub async fn start_evaluate(&self, request: &EvaluateRequest, fds: Vec<OwnedFd>) -> Result<RunHandle, Error> {
+        self.start_streaming("evaluate", request, fds)
+    }
+
+    /// Evaluates to the end, calling `on_event` for each event as it arrives.
+    pub async fn evaluate(
+        &self,
+        request: &EvaluateRequest,
+        fds: Vec<OwnedFd>,
+        mut on_event: impl FnMut(Event),
+    ) -> Result<RunResult, Error> {
+        let mut evaluation = self.start_evaluate(request, fds).await?;
+        while let Some(event) = evaluation.next_event().await? {
+            on_event(event);
+        }
+        evaluation.finish().await
+    }
+
+    fn start_streaming(
+        &self,
+        method: &'static str,
+        request: &impl Serialize,
+        fds: Vec<OwnedFd>,
+    ) -> Result<RunHandle, Error> {
         let params = serde_json::to_value(request)
-            .map_err(|e| Error::Protocol(format!("cannot encode the run request: {e}")))?;
-        let (id, pending) = self.send("run", params, true)?;
+            .map_err(|e| Error::Protocol(format!("cannot encode the {method} request: {e}")))?;
+        let (id, pending) = self.send(method, params, true, fds)?;
         Ok(RunHandle {
             id,
+            method,
             events: pending.events.unwrap_or_else(|| mpsc::unbounded_channel().1),
             reply: pending.reply,
             socket: self.socket.clone(),
@@ -126,7 +181,10 @@ impl Client {
         }
     }
 
-    fn send(&self, method: &str, params: Value, with_events: bool) -> Result<(u64, Pending), Error> {
+    fn send(&self, method: &str, params: Value, with_events: bool, fds: Vec<OwnedFd>) -> Result<(u64, Pending), Error> {
+        if fds.len() > MAX_FDS {
+            return Err(Error::TooManyDescriptors { count: fds.len(), limit: MAX_FDS });
+        }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let mut request = Request::new(id, method, params);
         if request.params.as_ref().is_some_and(Value::is_null) {
@@ -140,7 +198,7 @@ impl Client {
         line.push(b'\n');
         // Registered before it is sent: the answer may come back before `send` returns.
         let pending = self.router.register(id, with_events)?;
-        if self.outgoing.send(line).is_err() {
+        if self.outgoing.send((line, fds)).is_err() {
             // The writer stopped after a failed write; the router already knows why.
             self.router.close("cannot send to segid any more");
         }
@@ -159,12 +217,22 @@ impl Drop for Client {
     }
 }
 
-/// One `run` in progress: its output as it arrives, then its result.
+/// One `run` or `evaluate` in progress: its events as they arrive, then its result.
 pub struct RunHandle {
     id: u64,
-    events: mpsc::UnboundedReceiver<Value>,
+    /// `run` or `evaluate`, for error messages.
+    method: &'static str,
+    events: mpsc::UnboundedReceiver<Box<RawValue>>,
     reply: oneshot::Receiver<Reply>,
     socket: PathBuf,
+}
+
+/// An event as read, with the object exactly as segid wrote it (e.g. to print it as is).
+#[derive(Debug, Clone)]
+pub struct RawEvent {
+    pub event: Event,
+    /// The event object's JSON text as it came, key order and spacing kept.
+    pub json: Box<RawValue>,
 }
 
 impl RunHandle {
@@ -173,25 +241,36 @@ impl RunHandle {
         self.id
     }
 
-    /// The next piece of output, or `None` once the run has ended (then call
-    /// [`RunHandle::finish`]). Event types this client does not know are skipped, so a newer
-    /// daemon may add some.
+    /// The next event, or `None` once the run has ended (then call [`RunHandle::finish`]):
+    /// output (`stdout`, `stderr`) and, for `evaluate`, `text` and `data`. `queued` and event
+    /// types this client does not know are skipped, so a newer daemon may add some.
     pub async fn next_event(&mut self) -> Result<Option<Event>, Error> {
-        while let Some(event) = self.events.recv().await {
-            let kind = event.get("type").and_then(Value::as_str);
-            if !matches!(kind, Some("stdout" | "stderr")) {
+        Ok(self.next_raw_event().await?.map(|raw| raw.event))
+    }
+
+    /// [`RunHandle::next_event`], with the event's JSON exactly as segid sent it.
+    pub async fn next_raw_event(&mut self) -> Result<Option<RawEvent>, Error> {
+        #[derive(Deserialize)]
+        struct Tag {
+            #[serde(rename = "type")]
+            kind: Option<String>,
+        }
+        while let Some(json) = self.events.recv().await {
+            let kind = serde_json::from_str::<Tag>(json.get()).ok().and_then(|tag| tag.kind);
+            if !matches!(kind.as_deref(), Some("stdout" | "stderr" | "text" | "data")) {
                 continue;
             }
-            return serde_json::from_value(event.clone())
-                .map(Some)
-                .map_err(|e| Error::Protocol(format!("segid sent an event segi-client cannot read ({e}): {event}")));
+            return match serde_json::from_str(json.get()) {
+                Ok(event) => Ok(Some(RawEvent { event, json })),
+                Err(e) => Err(Error::Protocol(format!("segid sent an event segi-client cannot read ({e}): {json}"))),
+            };
         }
         Ok(None)
     }
 
-    /// Waits for the result (any output not read yet is dropped).
+    /// Waits for the result (any event not read yet is dropped).
     pub async fn finish(self) -> Result<RunResult, Error> {
-        decode(wait(self.reply, &self.socket).await?, "run")
+        decode(wait(self.reply, &self.socket).await?, self.method)
     }
 }
 
@@ -209,15 +288,49 @@ fn decode<T: DeserializeOwned>(value: Value, method: &str) -> Result<T, Error> {
         .map_err(|e| Error::Protocol(format!("`{method}` answered something segi-client cannot read: {e}")))
 }
 
-async fn write_requests(mut socket: OwnedWriteHalf, mut queue: mpsc::UnboundedReceiver<Vec<u8>>, router: Router) {
-    while let Some(line) = queue.recv().await {
-        if let Err(error) = socket.write_all(&line).await {
+async fn write_requests(mut socket: OwnedWriteHalf, mut queue: mpsc::UnboundedReceiver<Outgoing>, router: Router) {
+    while let Some((line, fds)) = queue.recv().await {
+        let written = match fds.is_empty() {
+            true => socket.write_all(&line).await,
+            false => write_with_fds(&mut socket, &line, &fds).await,
+        };
+        // Sent (the daemon has its own copies) or failed: either way ours are closed now.
+        drop(fds);
+        if let Err(error) = written {
             router.close(&format!("cannot send to segid: {error}"));
             return;
         }
     }
     // Every sender is gone: the client was dropped. Shutting down our side tells segid.
     let _ = socket.shutdown().await;
+}
+
+/// Writes one whole line whose first bytes carry `fds`: one `sendmsg` with the descriptors
+/// (as much of the line as the socket takes), then the rest with plain writes.
+async fn write_with_fds(socket: &mut OwnedWriteHalf, line: &[u8], fds: &[OwnedFd]) -> io::Result<()> {
+    let raw: Vec<RawFd> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
+    let sent = {
+        let stream: &UnixStream = socket.as_ref();
+        loop {
+            stream.writable().await?;
+            match stream.try_io(Interest::WRITABLE, || send_with_fds(stream.as_raw_fd(), line, &raw)) {
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => continue,
+                other => break other?,
+            }
+        }
+    };
+    socket.write_all(&line[sent..]).await
+}
+
+/// One non-blocking `sendmsg` of `bytes` with `fds` attached: the bytes it took (at least one).
+fn send_with_fds(socket: RawFd, bytes: &[u8], fds: &[RawFd]) -> io::Result<usize> {
+    let iov = [IoSlice::new(bytes)];
+    let rights = [ControlMessage::ScmRights(fds)];
+    match sendmsg::<()>(socket, &iov, &rights, MsgFlags::MSG_DONTWAIT | MsgFlags::MSG_NOSIGNAL, None) {
+        Ok(0) => Err(io::Error::new(io::ErrorKind::WriteZero, "the socket took no bytes")),
+        Ok(sent) => Ok(sent),
+        Err(errno) => Err(io::Error::from(errno)),
+    }
 }
 
 async fn read_answers(socket: OwnedReadHalf, router: Router) {
@@ -258,9 +371,10 @@ mod tests {
             serde_json::from_str(&line).unwrap()
         }
         async fn say(&mut self, message: Value) {
-            let mut line = message.to_string();
-            line.push('\n');
-            self.writer.write_all(line.as_bytes()).await.unwrap();
+            self.say_raw(&message.to_string()).await;
+        }
+        async fn say_raw(&mut self, line: &str) {
+            self.writer.write_all(format!("{line}\n").as_bytes()).await.unwrap();
         }
     }
 
@@ -406,5 +520,212 @@ mod tests {
         let huge = "x".repeat(1000);
         let error = client.call("run", json!({ "stdin": { "text": huge } })).await.unwrap_err();
         assert!(matches!(error, Error::MessageTooLarge { .. }), "{error:?}");
+    }
+
+    fn evaluate_request() -> EvaluateRequest {
+        serde_json::from_value(json!({
+            "command": ["python3", "evaluator.py"],
+            "submission": [{"field": "source", "filename": "sol.c", "content": {"text": "int main() {}"}}],
+            "problem": [{"path": "evaluator.py", "content": {"text": "print(1)"}, "executable": true}],
+        }))
+        .unwrap()
+    }
+
+    fn data(json: Value) -> Event {
+        Event::Data { payload: segi_proto::Data(serde_json::value::to_raw_value(&json).unwrap()) }
+    }
+
+    #[tokio::test]
+    async fn evaluate_streams_text_and_data_then_the_result() {
+        let (client, mut daemon) = pair();
+        let evaluation = tokio::spawn(async move {
+            let mut events = Vec::new();
+            let result = client.evaluate(&evaluate_request(), Vec::new(), |event| events.push(event)).await;
+            (result, events)
+        });
+        let request = daemon.receive().await;
+        assert_eq!(request["method"], "evaluate");
+        assert_eq!(
+            request["params"],
+            json!({
+                "policy": "evaluator",
+                "command": ["python3", "evaluator.py"],
+                "submission": [{"field": "source", "filename": "sol.c", "content": {"text": "int main() {}"}}],
+                "problem": [{"path": "evaluator.py", "content": {"text": "print(1)"}, "executable": true}],
+                "limits": {},
+                "env": {},
+            })
+        );
+        let id = request["id"].clone();
+        let event = |event: Value| json!({"jsonrpc": "2.0", "method": "event", "params": {"id": id, "event": event}});
+        daemon.say(event(json!({"type": "queued", "ahead": 2}))).await;
+        daemon.say(event(json!({"type": "text", "payload": "Compiling sol.c..."}))).await;
+        daemon.say(event(json!({"type": "text", "payload": "\n"}))).await;
+        daemon.say(event(json!({"type": "progress", "percent": 50}))).await;
+        daemon.say(event(json!({"type": "data", "payload": {"type": "score", "value": 60}}))).await;
+        daemon.say(event(json!({"type": "data", "payload": [1, "two", null]}))).await;
+        daemon.say(event(json!({"type": "stderr", "text": "log\n"}))).await;
+        daemon
+            .say(json!({"jsonrpc": "2.0", "id": id, "result": {
+                "verdict": "OK", "exit_code": 0, "signal": null, "cpu_time": 0.4, "wall_time": 0.5,
+                "memory": 1 << 20, "limit": null, "message": null,
+                "warnings": [{"line": 7, "message": "a data line that is not JSON"}]}}))
+            .await;
+        let (result, events) = evaluation.await.unwrap();
+        assert_eq!(
+            events,
+            [
+                Event::Text { payload: "Compiling sol.c...".into() },
+                Event::Text { payload: "\n".into() },
+                data(json!({"type": "score", "value": 60})),
+                data(json!([1, "two", null])),
+                Event::Stderr(Payload::Text("log\n".into())),
+            ]
+        );
+        let result = result.unwrap();
+        assert_eq!(result.exit_code, Some(0));
+        assert_eq!(
+            result.warnings,
+            [segi_proto::evaluate::Warning { line: 7, message: "a data line that is not JSON".into() }]
+        );
+    }
+
+    #[tokio::test]
+    async fn raw_events_are_kept_as_the_daemon_wrote_them() {
+        let (client, mut daemon) = pair();
+        let mut evaluation = client.start_evaluate(&evaluate_request(), Vec::new()).await.unwrap();
+        let id = daemon.receive().await["id"].clone();
+        let payload = r#"{"type": "testcase", "case": "01", "outcome": "correct"}"#;
+        daemon
+            .say_raw(&format!(
+                r#"{{"jsonrpc":"2.0","method":"event","params":{{"id":{id},"event":{{"type":"data","payload":{payload}}}}}}}"#
+            ))
+            .await;
+        let raw = evaluation.next_raw_event().await.unwrap().unwrap();
+        assert_eq!(raw.json.get(), format!(r#"{{"type":"data","payload":{payload}}}"#));
+        assert_eq!(raw.event, data(json!({"type": "testcase", "case": "01", "outcome": "correct"})));
+        // A known type that does not read as that event is the daemon's mistake.
+        daemon.say(json!({"jsonrpc": "2.0", "method": "event", "params": {"id": id, "event": {"type": "text"}}})).await;
+        let error = evaluation.next_event().await.unwrap_err();
+        assert!(error.to_string().contains("cannot read"), "{error}");
+    }
+
+    /// The fake daemon's reading of a connection with descriptors: like segid's framing, a
+    /// read's descriptors belong to the line holding the read's last byte. Reads `count` lines.
+    fn receive_lines_with_fds(socket: std::os::unix::net::UnixStream, count: usize) -> Vec<(Value, Vec<OwnedFd>)> {
+        use nix::sys::socket::{recvmsg, ControlMessageOwned};
+        use std::os::fd::FromRawFd as _;
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut received: Vec<(usize, OwnedFd)> = Vec::new();
+        let mut chunk = vec![0u8; 64 * 1024];
+        let mut newlines = 0;
+        while newlines < count {
+            let mut control = nix::cmsg_space!([RawFd; MAX_FDS + 1]);
+            let mut iov = [io::IoSliceMut::new(&mut chunk)];
+            let msg = recvmsg::<()>(socket.as_raw_fd(), &mut iov, Some(&mut control), MsgFlags::empty()).unwrap();
+            let n = msg.bytes;
+            assert!(n > 0, "the client closed the connection early");
+            let mut fds = Vec::new();
+            for cmsg in msg.cmsgs().unwrap() {
+                if let ControlMessageOwned::ScmRights(raw) = cmsg {
+                    // SAFETY: the kernel just installed these descriptors for us; nothing else owns them.
+                    fds.extend(raw.into_iter().map(|fd| unsafe { OwnedFd::from_raw_fd(fd) }));
+                }
+            }
+            let last = bytes.len() + n - 1;
+            bytes.extend_from_slice(&chunk[..n]);
+            newlines += chunk[..n].iter().filter(|&&b| b == b'\n').count();
+            received.extend(fds.into_iter().map(|fd| (last, fd)));
+        }
+        let mut lines = Vec::new();
+        let mut start = 0;
+        for end in bytes.iter().enumerate().filter(|(_, &b)| b == b'\n').map(|(i, _)| i) {
+            let line = serde_json::from_slice(&bytes[start..end]).unwrap();
+            let (mine, later): (Vec<_>, Vec<_>) = received.into_iter().partition(|(at, _)| *at <= end);
+            received = later;
+            lines.push((line, mine.into_iter().map(|(_, fd)| fd).collect()));
+            start = end + 1;
+        }
+        lines
+    }
+
+    fn scratch_file(name: &str, content: &str) -> std::fs::File {
+        let dir = std::env::temp_dir().join(format!("segi-client-lib-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, content).unwrap();
+        std::fs::File::open(path).unwrap()
+    }
+
+    #[tokio::test]
+    async fn descriptors_arrive_with_their_request_line() {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let client = Client::from_stream(UnixStream::from_std(ours).unwrap(), "/test/segid.sock");
+        let daemon = tokio::task::spawn_blocking(move || receive_lines_with_fds(theirs, 3));
+
+        // A plain line, then a line with descriptors too long for one write into the socket
+        // (the rest follows without them), then another plain line.
+        let _ = client.send("ping", Value::Null, false, Vec::new()).unwrap();
+        let mut request = evaluate_request();
+        request.submission = vec![
+            segi_proto::SubmissionFile { field: "source".into(), filename: "sol.c".into(), content: None, fd: Some(0) },
+            segi_proto::SubmissionFile { field: "notes".into(), filename: "n.txt".into(), content: None, fd: Some(1) },
+        ];
+        let big = "x".repeat(4 << 20);
+        request.problem = Some(vec![segi_proto::run::BoxFile {
+            path: "big.txt".into(),
+            content: Some(Payload::Text(big.clone())),
+            fd: None,
+            executable: false,
+        }]);
+        let fds = vec![
+            OwnedFd::from(scratch_file("sol.c", "int main() { return 0; }\n")),
+            OwnedFd::from(scratch_file("n.txt", "notes")),
+        ];
+        let _evaluation = client.start_evaluate(&request, fds).await.unwrap();
+        let _ = client.send("ping", Value::Null, false, Vec::new()).unwrap();
+
+        let lines = daemon.await.unwrap();
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[0].0["method"], "ping");
+        assert!(lines[0].1.is_empty());
+        assert_eq!(lines[2].0["method"], "ping");
+        assert!(lines[2].1.is_empty());
+        let (evaluate, fds) = &lines[1];
+        assert_eq!(evaluate["method"], "evaluate");
+        assert_eq!(evaluate["params"]["submission"][0]["fd"], 0);
+        assert_eq!(evaluate["params"]["submission"][1]["fd"], 1);
+        assert_eq!(evaluate["params"]["problem"][0]["content"]["text"].as_str().map(str::len), Some(big.len()));
+        let contents: Vec<String> = fds
+            .iter()
+            .map(|fd| std::io::read_to_string(std::fs::File::from(fd.try_clone().unwrap())).unwrap())
+            .collect();
+        assert_eq!(contents, ["int main() { return 0; }\n", "notes"]);
+    }
+
+    #[tokio::test]
+    async fn run_requests_pass_descriptors_too() {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let client = Client::from_stream(UnixStream::from_std(ours).unwrap(), "/test/segid.sock");
+        let daemon = tokio::task::spawn_blocking(move || receive_lines_with_fds(theirs, 1));
+        let request: RunRequest = serde_json::from_value(
+            json!({"command": ["./prog"], "files": [{"path": "prog", "fd": 0, "executable": true}]}),
+        )
+        .unwrap();
+        let _run = client.start_run_with_fds(&request, vec![OwnedFd::from(scratch_file("prog", "#!/bin/sh\n"))]).await;
+        let lines = daemon.await.unwrap();
+        assert_eq!(lines[0].0["params"]["files"][0]["fd"], 0);
+        assert_eq!(lines[0].1.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn too_many_descriptors_are_refused_here() {
+        let (client, _daemon) = pair();
+        let file = scratch_file("many", "x");
+        let fds: Vec<OwnedFd> = (0..=MAX_FDS).map(|_| OwnedFd::from(file.try_clone().unwrap())).collect();
+        let error = client.start_evaluate(&evaluate_request(), fds).await.err().unwrap();
+        assert!(matches!(error, Error::TooManyDescriptors { count: 65, limit: 64 }), "{error:?}");
     }
 }

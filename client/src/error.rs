@@ -39,6 +39,10 @@ pub enum Error {
          send smaller files or stdin"
     )]
     MessageTooLarge { bytes: usize, limit: usize },
+
+    /// More file descriptors than one request may carry; the daemon would refuse it.
+    #[error("a request may pass at most {limit} file descriptors, not {count}; send some files inline")]
+    TooManyDescriptors { count: usize, limit: usize },
 }
 
 impl Error {

@@ -1,7 +1,9 @@
 //! A client for `segid`, the segi sandbox daemon (protocol: `docs/protocol.md`).
 //!
 //! - [`client`]: [`Client`], one connection that carries many requests at once, and
-//!   [`RunHandle`], one `run` whose output streams in while it goes on.
+//!   [`RunHandle`], one `run` or `evaluate` whose events stream in while it goes on. Requests
+//!   may pass open files along (SCM_RIGHTS): [`Client::start_evaluate`],
+//!   [`Client::start_run_with_fds`].
 //! - `router` (private): the table that hands each line the daemon sends to the request
 //!   it belongs to.
 //! - [`error`]: [`Error`], every way talking to the daemon can fail, worded for a person.
@@ -44,6 +46,6 @@ pub mod report;
 mod router;
 pub mod socket;
 
-pub use client::{Client, Pong, RunHandle};
+pub use client::{Client, Pong, RawEvent, RunHandle};
 pub use error::Error;
 pub use socket::default_socket;

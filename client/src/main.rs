@@ -20,7 +20,7 @@ fn main() -> ExitCode {
     match cli::main(cli) {
         Ok(status) => ExitCode::from(status),
         Err(error) => {
-            eprintln!("segi: {error:#}");
+            eprintln!("segi-client: {error:#}");
             ExitCode::from(CLIENT_FAILURE)
         }
     }

@@ -90,6 +90,7 @@ mod tests {
             limits: Default::default(),
             measured_by: "cgroup-v2".into(),
             collected: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 

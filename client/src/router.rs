@@ -10,6 +10,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use segi_proto::jsonrpc::{Response, ServerMessage};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -21,15 +23,15 @@ pub(crate) type Reply = Result<Value, Error>;
 /// The receiving ends a caller keeps for one request.
 pub(crate) struct Pending {
     pub reply: oneshot::Receiver<Reply>,
-    /// Raw event objects, when the caller asked for them.
-    pub events: Option<mpsc::UnboundedReceiver<Value>>,
+    /// Event objects exactly as the daemon wrote them, when the caller asked for them.
+    pub events: Option<mpsc::UnboundedReceiver<Box<RawValue>>>,
 }
 
 struct Waiter {
     reply: oneshot::Sender<Reply>,
     // Unbounded so that a slow reader of one run never stalls the responses of the others;
     // the daemon's output limit bounds what can pile up.
-    events: Option<mpsc::UnboundedSender<Value>>,
+    events: Option<mpsc::UnboundedSender<Box<RawValue>>>,
 }
 
 #[derive(Default)]
@@ -84,14 +86,17 @@ impl Router {
     pub fn deliver(&self, line: &str) {
         match ServerMessage::parse(line) {
             Ok(ServerMessage::Event(event)) => {
-                let table = self.table();
-                let waiter = event.id.as_u64().and_then(|id| table.waiting.get(&id));
-                if let Some(events) = waiter.and_then(|w| w.events.as_ref()) {
-                    // The receiver may be gone (a caller that stopped listening): fine.
-                    let _ = events.send(event.event);
-                }
+                let events = {
+                    let table = self.table();
+                    let waiter = event.id.as_u64().and_then(|id| table.waiting.get(&id));
+                    waiter.and_then(|w| w.events.clone())
+                };
                 // Events for requests that are not waiting (plain calls, or answered
                 // already) are dropped.
+                if let Some(events) = events {
+                    // The receiver may be gone (a caller that stopped listening): fine.
+                    let _ = events.send(raw_event(line, &event.event));
+                }
             }
             Ok(ServerMessage::Response(response)) => self.answer(response),
             Err(error) => {
@@ -137,5 +142,37 @@ impl Router {
         for waiter in waiting {
             let _ = waiter.reply.send(Err(self.disconnected(reason)));
         }
+    }
+}
+
+/// The `event` object of an event notification as the daemon wrote it (key order and spacing
+/// kept, e.g. a data event's payload as the evaluator wrote it); `parsed` is the fallback.
+fn raw_event(line: &str, parsed: &Value) -> Box<RawValue> {
+    #[derive(Deserialize)]
+    struct Notification<'a> {
+        #[serde(borrow)]
+        params: Params<'a>,
+    }
+    #[derive(Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow)]
+        event: &'a RawValue,
+    }
+    match serde_json::from_str::<Notification>(line) {
+        Ok(notification) => notification.params.event.to_owned(),
+        // Cannot happen for a line that parsed as a notification; the parsed form is as good.
+        Err(_) => serde_json::value::to_raw_value(parsed).unwrap_or_else(|_| RawValue::NULL.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_keep_the_daemon_s_text() {
+        let line = r#"{"jsonrpc":"2.0","method":"event","params":{"id":1,"event":{"type":"data","payload":{"z": 1, "a": [2]}}}}"#;
+        let parsed = serde_json::json!({"type": "data", "payload": {"z": 1, "a": [2]}});
+        assert_eq!(raw_event(line, &parsed).get(), r#"{"type":"data","payload":{"z": 1, "a": [2]}}"#);
     }
 }

@@ -110,11 +110,22 @@ impl ServerMessage {
     }
 }
 
-/// Builds an `event` notification line for request `id`.
-pub fn event_notification(id: &Value, event: &impl Serialize) -> Value {
-    serde_json::json!({
-        "jsonrpc": "2.0",
-        "method": "event",
-        "params": { "id": id, "event": event },
-    })
+/// Builds an `event` notification line for request `id`. Serialized straight from `event`
+/// (not through a `Value`, which would sort keys): a data event's payload keeps the
+/// evaluator's own text, key order included.
+pub fn event_notification(id: &Value, event: &impl Serialize) -> String {
+    #[derive(Serialize)]
+    struct Params<'a, E> {
+        id: &'a Value,
+        event: &'a E,
+    }
+    #[derive(Serialize)]
+    struct Notification<'a, E> {
+        jsonrpc: &'static str,
+        method: &'static str,
+        params: Params<'a, E>,
+    }
+    let notification = Notification { jsonrpc: "2.0", method: "event", params: Params { id, event } };
+    // Serializing plain structs of strings and JSON values cannot fail.
+    serde_json::to_string(&notification).unwrap_or_default()
 }

@@ -2,16 +2,19 @@
 //!
 //! - [`jsonrpc`]: JSON-RPC 2.0 frames, one message per line, and the error codes.
 //! - [`run`]: the `run` method: request, streamed events and the result object.
+//! - [`evaluate`]: the `evaluate` method (SEGI): submission fields, text and data events.
 //! - [`units`]: sizes (`256M`) and durations (`500ms`) as people write them.
 //! - [`bytes`]: byte payloads carried as UTF-8 text or base64.
 
 pub mod bytes;
+pub mod evaluate;
 pub mod jsonrpc;
 pub mod run;
 pub mod units;
 
 pub use bytes::Payload;
-pub use run::{Capabilities, Event, Limits, RunRequest, RunResult, Verdict};
+pub use evaluate::{EvaluateRequest, SubmissionFile};
+pub use run::{Capabilities, Data, Event, Limits, RunRequest, RunResult, Verdict};
 
 /// Default upper bound for one protocol line, in bytes (requests carry files inline).
 pub const MAX_MESSAGE_BYTES: usize = 64 << 20;

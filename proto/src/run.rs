@@ -37,8 +37,12 @@ pub struct Limits {
 pub struct BoxFile {
     /// Path relative to `/box`; no `..`, not absolute.
     pub path: String,
-    /// The file's bytes.
-    pub content: Payload,
+    /// The file's bytes, inline; exactly one of `content` and `fd`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Payload>,
+    /// Index of a file descriptor passed with the request (SCM_RIGHTS) to read the bytes from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fd: Option<usize>,
     /// Whether the file is executable (the client keeps the host file's executable bit).
     #[serde(default)]
     pub executable: bool,
@@ -83,6 +87,48 @@ pub enum Event {
     Queued {
         ahead: u64,
     },
+    /// `evaluate`: text the evaluator wrote to stdout (never empty; a line terminator is an
+    /// event of its own).
+    Text {
+        payload: String,
+    },
+    /// `evaluate`: one line of a data block, the evaluator's JSON as it wrote it.
+    Data {
+        payload: Data,
+    },
+}
+
+/// A data event's payload: any JSON value, kept as the evaluator's own text (validated, not
+/// re-encoded).
+#[derive(Debug, Clone)]
+pub struct Data(pub Box<serde_json::value::RawValue>);
+
+impl Data {
+    /// The payload as a JSON value.
+    pub fn to_value(&self) -> serde_json::Value {
+        serde_json::from_str(self.0.get()).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+impl PartialEq for Data {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.get() == other.0.get()
+    }
+}
+
+impl Serialize for Data {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Data {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Through a Value: inside an internally tagged enum serde has already buffered the
+        // payload, which a RawValue cannot borrow from.
+        let value = serde_json::Value::deserialize(d)?;
+        serde_json::value::to_raw_value(&value).map(Data).map_err(serde::de::Error::custom)
+    }
 }
 
 /// `{"type":"stdout","text":"..."}`: the payload's key sits beside `type`.
@@ -190,6 +236,9 @@ pub struct RunResult {
     pub measured_by: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub collected: Vec<Collected>,
+    /// `evaluate`: the evaluator's protocol mistakes (decisions 6).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<crate::evaluate::Warning>,
 }
 
 /// What `capabilities` answers: the host's isolation layers and the daemon's settings.

@@ -54,6 +54,40 @@ impl RawConn {
         self.send_raw(&line).unwrap_or_else(|e| panic!("send {value}: {e}"));
     }
 
+    /// Sends `value` as one line with `fds` attached (SCM_RIGHTS), all in one `sendmsg`, as a
+    /// client passing files must.
+    pub fn send_with_fds(&mut self, value: &Value, fds: &[std::os::fd::RawFd]) {
+        use std::os::fd::AsRawFd;
+        let mut line = serde_json::to_vec(value).expect("serialize");
+        line.push(b'\n');
+        let space = std::mem::size_of_val(fds) as u32;
+        // SAFETY: CMSG_SPACE only computes a size.
+        let mut control = vec![0u8; unsafe { libc::CMSG_SPACE(space) } as usize];
+        let mut iov = libc::iovec { iov_base: line.as_mut_ptr().cast(), iov_len: line.len() };
+        // SAFETY: msghdr is plain data; every pointer set below outlives the sendmsg call.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        if !fds.is_empty() {
+            msg.msg_control = control.as_mut_ptr().cast();
+            msg.msg_controllen = control.len();
+            // SAFETY: the control buffer was sized with CMSG_SPACE for exactly these fds, so the
+            // first header and its data fit in it.
+            unsafe {
+                let cmsg = libc::CMSG_FIRSTHDR(&msg);
+                (*cmsg).cmsg_level = libc::SOL_SOCKET;
+                (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+                (*cmsg).cmsg_len = libc::CMSG_LEN(space) as usize;
+                std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(cmsg).cast(), fds.len());
+            }
+        }
+        // SAFETY: msg points at live buffers (line, control) for the duration of the call.
+        let sent = unsafe { libc::sendmsg(self.stream.as_raw_fd(), &msg, 0) };
+        assert!(sent > 0, "sendmsg: {}", std::io::Error::last_os_error());
+        // A partial send: the rest goes without descriptors.
+        self.send_raw(&line[sent as usize..]).unwrap_or_else(|e| panic!("send {value}: {e}"));
+    }
+
     /// Sends a request `{"jsonrpc":"2.0","id":ID,"method":METHOD,"params":PARAMS}` (no
     /// `params` member when PARAMS is null).
     pub fn send_request(&mut self, id: &Value, method: &str, params: Value) {

@@ -183,10 +183,26 @@ fn nothing_of_the_host_but_the_policy_binds_is_visible() {
     assert_eq!(run.result.verdict, Verdict::OK, "{}", run.describe());
     assert_eq!(run.stdout(), "", "host paths visible in the sandbox: {}", run.describe());
 
-    // The root holds the policy's binds and the sandbox's own mounts, nothing else.
+    // The root holds the policy's binds and the sandbox's own mounts (and the empty mount points
+    // of an evaluation's inputs), nothing else.
     let run = daemon().run_json(&["--", "ls", "-A", "/"]);
     assert_eq!(run.result.verdict, Verdict::OK, "{}", run.describe());
-    let allowed = ["bin", "box", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin", "tmp", "usr"];
+    let allowed = [
+        "bin",
+        "box",
+        "dev",
+        "etc",
+        "lib",
+        "lib32",
+        "lib64",
+        "libx32",
+        "proc",
+        "sbin",
+        "tmp",
+        "usr",
+        "problem",
+        "submission",
+    ];
     let unexpected: Vec<String> = run.stdout().lines().filter(|e| !allowed.contains(e)).map(String::from).collect();
     assert!(unexpected.is_empty(), "unexpected entries in /: {unexpected:?}\n{}", run.describe());
 

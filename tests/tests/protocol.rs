@@ -225,3 +225,46 @@ fn the_client_library_example_judges_over_one_connection() {
     assert!(output.status.success(), "{output:?}");
     assert!(stdout.ends_with("3/3 passed\n"), "{stdout}");
 }
+
+#[test]
+fn run_files_may_be_passed_as_descriptors_each_to_its_own_line() {
+    use std::os::fd::AsRawFd;
+    let dir = segi_tests::temp_dir("run-fd");
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    std::fs::write(&a, "first file\n").expect("write");
+    std::fs::write(&b, "second file\n").expect("write");
+    let (a, b) = (std::fs::File::open(&a).expect("open"), std::fs::File::open(&b).expect("open"));
+    // Two requests back to back on one connection, each with its own descriptor: each line
+    // gets exactly the descriptors sent with it.
+    let mut conn = daemon().raw_connect();
+    for (id, fd) in [(1, a.as_raw_fd()), (2, b.as_raw_fd())] {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "run", "params": {
+            "command": ["cat", "in"], "files": [{"path": "in", "fd": 0}],
+        }});
+        conn.send_with_fds(&request, &[fd]);
+    }
+    // The two runs go on at once: read until both are answered, sorting messages by id.
+    let mut out = [String::new(), String::new()];
+    let mut answered = 0;
+    while answered < 2 {
+        let message = conn.read_json(Duration::from_secs(30));
+        let id = message.get("id").or(message["params"].get("id")).and_then(Value::as_u64).expect("an id");
+        let slot = &mut out[id as usize - 1];
+        match message.get("method") {
+            Some(_) => slot.push_str(message["params"]["event"]["text"].as_str().unwrap_or_default()),
+            None => {
+                assert_eq!(message["result"]["verdict"], "OK", "{message}");
+                answered += 1;
+            }
+        }
+    }
+    assert_eq!(out, ["first file\n", "second file\n"]);
+    // A descriptor sent with a request that names none is refused, and closed.
+    conn.send_with_fds(
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "run", "params": {"command": ["true"]}}),
+        &[a.as_raw_fd()],
+    );
+    let (_, response) = conn.wait_response(&json!(3), Duration::from_secs(30));
+    assert_eq!(response["error"]["code"], -32602, "{response}");
+    daemon().assert_alive();
+}

@@ -4,15 +4,17 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 use segi_proto::units::{parse_duration, parse_size};
+use segi_proto::Limits;
 
 const TOP_HELP: &str = "\
 Examples:
   segi-client ping
   segi-client run --time 1s --memory 256M -- sh -c 'echo hi'
+  segi-client evaluate --problem examples/sum --submission source=examples/sum/submissions/correct.c -- python3 evaluator.py
   segi-client help run
 
-Exit status of `run`: the program's exit code if it exited, 128+N if it was killed by
-signal N (a limit included), 125 if segi-client or segid failed.";
+Exit status of `run` and `evaluate`: the program's exit code if it exited, 128+N if it was
+killed by signal N (a limit included), 125 if segi-client or segid failed.";
 
 const PING_HELP: &str = "\
 Prints `pong (segid VERSION)`, or with --json the answer as one JSON line.
@@ -58,6 +60,45 @@ Example:
         --stdin tests/1.in --collect out.txt=./1.out -- ./prog
   segi: OK cpu=0.120s wall=0.131s memory=3.1MiB exit=0";
 
+const EVALUATE_HELP: &str = "\
+Runs a SEGI evaluator on a submission. EVALUATOR runs in a fresh sandbox under the
+`evaluator` policy. Each --submission FIELD=PATH is one field of the submission: segi-client
+opens PATH itself (a regular file) and passes the open file to segid, which puts it read-only
+at /submission/FIELD/NAME (NAME is PATH's file name) and sets SUBMISSION_FILE_<FIELD> (FIELD
+in capitals) to that path. FIELD is lowercase letters, digits and _, starting with a letter.
+With --problem DIR, segi-client sends every file under DIR (a top-level .git left out;
+symlinks only to files or directories inside DIR), and the evaluator runs in /problem, a
+read-only copy of DIR; without it, the evaluator runs in /box.
+
+Limits take the same forms as for `run` (see `segi-client help run`) and bound the whole
+evaluation, the evaluator and what it runs.
+
+The evaluator's stdout is its report: text, and data blocks between the lines
+$EVALUATION_DATA_BEGIN and $EVALUATION_DATA_END, one JSON value per line. Without --json,
+text is printed as it comes, each data value as a line of its own, `  data: JSON`, and the
+evaluator's stderr goes to stderr; at the end, stderr gets each mistake the evaluator made in
+its report (`segi: warning: stdout line N: ...`) and the summary line of `run`.
+With --json, stdout carries only JSON Lines: each event as segid sent it
+({\"type\":\"text\",\"payload\":\"...\"}, {\"type\":\"data\",\"payload\":...},
+{\"type\":\"stderr\",\"text\":\"...\"}), then the result object, with its \"warnings\".
+
+Exit status: as for `run`: the evaluator's exit code if it exited (whatever the score); 128+N
+if it was killed by signal N; 125 if segi-client or segid failed (a field name or file segid
+refuses included); 130 if interrupted.
+
+Example:
+  $ segi-client evaluate --problem examples/sum \\
+        --submission source=examples/sum/submissions/correct.c -- python3 evaluator.py
+  Compiling correct.c...
+    data: {\"outcome\":\"success\",\"type\":\"compilation\"}
+  case 01: correct (0.00 s)
+    data: {\"case\":\"01\",\"outcome\":\"correct\",\"time\":0.001,\"type\":\"testcase\"}
+  ...
+    data: {\"name\":\"correct\",\"outcome\":true,\"type\":\"goal\"}
+    data: {\"type\":\"score\",\"value\":100}
+  Score: 100/100 (6/6 cases correct)
+  segi: OK cpu=0.119s wall=0.118s memory=12.1MiB exit=0";
+
 /// Talks to segid, the segi sandbox daemon.
 #[derive(Debug, Parser)]
 #[command(name = "segi-client", version, after_help = TOP_HELP)]
@@ -88,6 +129,9 @@ pub enum Command {
     /// Runs a program in a fresh sandbox
     #[command(after_help = RUN_HELP)]
     Run(RunArgs),
+    /// Evaluates a submission with a SEGI evaluator in a fresh sandbox
+    #[command(after_help = EVALUATE_HELP)]
+    Evaluate(EvaluateArgs),
 }
 
 #[derive(Debug, Args)]
@@ -96,6 +140,60 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME", default_value = "default")]
     pub policy: String,
 
+    #[command(flatten)]
+    pub limits: LimitArgs,
+
+    /// A host file to feed to the program's stdin [default: empty]
+    #[arg(long, value_name = "PATH")]
+    pub stdin: Option<PathBuf>,
+
+    /// Put the host file HOSTPATH at BOXPATH in /box (repeatable)
+    #[arg(long = "file", value_name = "BOXPATH=HOSTPATH", value_parser = mapping)]
+    pub files: Vec<PathMapping>,
+
+    /// Add a variable to the policy's environment (repeatable)
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = env_var)]
+    pub env: Vec<(String, String)>,
+
+    /// After the run, copy BOXPATH out of /box to the host file HOSTPATH (repeatable)
+    #[arg(long = "collect", value_name = "BOXPATH=HOSTPATH", value_parser = mapping)]
+    pub collect: Vec<PathMapping>,
+
+    /// The program and its arguments (after `--`)
+    #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct EvaluateArgs {
+    /// The policy the evaluator runs under
+    #[arg(long, value_name = "NAME", default_value = "evaluator")]
+    pub policy: String,
+
+    /// The problem directory: its files go to /problem, the evaluator's working directory
+    /// [default: none; the evaluator runs in /box]
+    #[arg(long, value_name = "DIR")]
+    pub problem: Option<PathBuf>,
+
+    /// A field of the submission: the host file PATH, at $SUBMISSION_FILE_<FIELD> (repeatable)
+    #[arg(long = "submission", value_name = "FIELD=PATH", value_parser = submission)]
+    pub submissions: Vec<SubmissionArg>,
+
+    #[command(flatten)]
+    pub limits: LimitArgs,
+
+    /// Add a variable to the policy's environment (repeatable)
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = env_var)]
+    pub env: Vec<(String, String)>,
+
+    /// The evaluator and its arguments (after `--`)
+    #[arg(value_name = "EVALUATOR", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<String>,
+}
+
+/// The limit flags `run` and `evaluate` share.
+#[derive(Debug, Args)]
+pub struct LimitArgs {
     /// CPU time of all the run's processes
     #[arg(long, value_name = "DUR", value_parser = duration)]
     pub time: Option<f64>,
@@ -119,26 +217,27 @@ pub struct RunArgs {
     /// Largest file the program may write
     #[arg(long = "file-size", value_name = "SIZE", value_parser = size)]
     pub file_size: Option<u64>,
+}
 
-    /// A host file to feed to the program's stdin [default: empty]
-    #[arg(long, value_name = "PATH")]
-    pub stdin: Option<PathBuf>,
+impl LimitArgs {
+    /// The limits as the request carries them.
+    pub fn to_limits(&self) -> Limits {
+        Limits {
+            cpu_time: self.time,
+            wall_time: self.wall_time,
+            memory: self.memory,
+            processes: self.processes,
+            output: self.output,
+            file_size: self.file_size,
+        }
+    }
+}
 
-    /// Put the host file HOSTPATH at BOXPATH in /box (repeatable)
-    #[arg(long = "file", value_name = "BOXPATH=HOSTPATH", value_parser = mapping)]
-    pub files: Vec<PathMapping>,
-
-    /// Add a variable to the policy's environment (repeatable)
-    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = env_var)]
-    pub env: Vec<(String, String)>,
-
-    /// After the run, copy BOXPATH out of /box to the host file HOSTPATH (repeatable)
-    #[arg(long = "collect", value_name = "BOXPATH=HOSTPATH", value_parser = mapping)]
-    pub collect: Vec<PathMapping>,
-
-    /// The program and its arguments (after `--`)
-    #[arg(value_name = "PROGRAM", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
-    pub command: Vec<String>,
+/// `FIELD=PATH` of `--submission`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubmissionArg {
+    pub field: String,
+    pub path: PathBuf,
 }
 
 /// `BOXPATH=HOSTPATH` of `--file` and `--collect`.
@@ -167,6 +266,14 @@ fn mapping(text: &str) -> Result<PathMapping, String> {
             Ok(PathMapping { box_path: box_path.to_owned(), host_path: host_path.into() })
         }
         _ => Err(format!("expected BOXPATH=HOSTPATH, e.g. prog=./a.out, not {text:?}")),
+    }
+}
+
+/// Splits on the first `=`; the field's name is segid's to check.
+fn submission(text: &str) -> Result<SubmissionArg, String> {
+    match text.split_once('=') {
+        Some((field, path)) if !path.is_empty() => Ok(SubmissionArg { field: field.to_owned(), path: path.into() }),
+        _ => Err(format!("expected FIELD=PATH, e.g. source=./solution.c, not {text:?}")),
     }
 }
 
@@ -229,12 +336,17 @@ mod tests {
             "--y",
         ]);
         assert_eq!(args.policy, "compile");
-        assert_eq!(args.time, Some(0.5));
-        assert_eq!(args.wall_time, Some(2.0));
-        assert_eq!(args.memory, Some(256 << 20));
-        assert_eq!(args.processes, Some(8));
-        assert_eq!(args.output, Some(64 << 10));
-        assert_eq!(args.file_size, Some(1 << 30));
+        assert_eq!(
+            args.limits.to_limits(),
+            Limits {
+                cpu_time: Some(0.5),
+                wall_time: Some(2.0),
+                memory: Some(256 << 20),
+                processes: Some(8),
+                output: Some(64 << 10),
+                file_size: Some(1 << 30),
+            }
+        );
         assert_eq!(args.stdin, Some("in.txt".into()));
         assert_eq!(args.env, vec![("A".into(), "1".into())]);
         assert_eq!(args.command, ["./prog", "-x", "--y"]);
@@ -244,7 +356,7 @@ mod tests {
     fn defaults() {
         let args = run(&["run", "--", "true"]);
         assert_eq!(args.policy, "default");
-        assert_eq!((args.time, args.memory, args.stdin), (None, None, None));
+        assert_eq!((args.limits.time, args.limits.memory, args.stdin), (None, None, None));
         assert!(args.files.is_empty() && args.collect.is_empty() && args.env.is_empty());
     }
 
@@ -303,7 +415,7 @@ mod tests {
     #[test]
     fn program_without_the_double_dash() {
         let args = run(&["run", "--time", "1", "sh", "-c", "echo --time"]);
-        assert_eq!(args.time, Some(1.0));
+        assert_eq!(args.limits.time, Some(1.0));
         assert_eq!(args.command, ["sh", "-c", "echo --time"]);
     }
 
@@ -320,10 +432,73 @@ mod tests {
     fn every_subcommand_has_an_example() {
         use clap::CommandFactory;
         let mut command = Cli::command();
-        for name in ["ping", "capabilities", "run"] {
+        for name in ["ping", "capabilities", "run", "evaluate"] {
             let help = command.find_subcommand_mut(name).unwrap().render_long_help().to_string();
             assert!(help.contains("Example:"), "{name}: {help}");
             assert!(help.contains(&format!("segi-client {name}")), "{name}: {help}");
         }
+    }
+
+    fn evaluate(args: &[&str]) -> EvaluateArgs {
+        match parse(args).unwrap().command {
+            Command::Evaluate(evaluate) => evaluate,
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_full_evaluate_line() {
+        let args = evaluate(&[
+            "evaluate",
+            "--policy",
+            "strict",
+            "--problem",
+            "examples/sum",
+            "--submission",
+            "source=sol.c",
+            "--submission",
+            "Bad=a=b.txt",
+            "--time",
+            "10s",
+            "--memory",
+            "1G",
+            "--env",
+            "K=v",
+            "--",
+            "python3",
+            "evaluator.py",
+            "--verbose",
+        ]);
+        assert_eq!(args.policy, "strict");
+        assert_eq!(args.problem, Some("examples/sum".into()));
+        assert_eq!(
+            args.submissions,
+            [
+                SubmissionArg { field: "source".into(), path: "sol.c".into() },
+                // Field names are segid's to judge.
+                SubmissionArg { field: "Bad".into(), path: "a=b.txt".into() },
+            ]
+        );
+        assert_eq!(
+            args.limits.to_limits(),
+            Limits { cpu_time: Some(10.0), memory: Some(1 << 30), ..Limits::default() }
+        );
+        assert_eq!(args.env, [("K".to_owned(), "v".to_owned())]);
+        assert_eq!(args.command, ["python3", "evaluator.py", "--verbose"]);
+    }
+
+    #[test]
+    fn evaluate_defaults_and_errors() {
+        let args = evaluate(&["evaluate", "--", "./check"]);
+        assert_eq!(args.policy, "evaluator");
+        assert_eq!(args.problem, None);
+        assert!(args.submissions.is_empty());
+        for bad in ["source", "source="] {
+            let message = usage_error(&["evaluate", "--submission", bad, "--", "x"]);
+            assert!(message.contains("--submission") && message.contains("FIELD=PATH"), "{message}");
+        }
+        let message = usage_error(&["evaluate", "--wall-time", "later", "--", "x"]);
+        assert!(message.contains("--wall-time") && message.contains("500ms"), "{message}");
+        assert!(parse(&["evaluate", "--problem", "p"]).is_err());
     }
 }

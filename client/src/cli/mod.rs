@@ -2,6 +2,7 @@
 //! answers for a person or, with `--json`, as JSON Lines.
 
 pub mod args;
+mod evaluate;
 mod info;
 mod run;
 
@@ -24,6 +25,7 @@ pub fn main(cli: Cli) -> anyhow::Result<u8> {
             Command::Ping => info::ping(&connect(socket).await?, json).await,
             Command::Capabilities => info::capabilities(&connect(socket).await?, json).await,
             Command::Run(args) => run::run(socket, json, args).await,
+            Command::Evaluate(args) => evaluate::evaluate(socket, json, args).await,
         }
     })
 }

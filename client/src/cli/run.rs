@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use segi_client::report::{exit_status, summary_line, INTERRUPTED};
 use segi_client::Client;
 use segi_proto::run::BoxFile;
-use segi_proto::{Event, Limits, Payload, RunRequest, RunResult};
+use segi_proto::{Event, Payload, RunRequest, RunResult};
 use tokio::signal::unix::{signal, SignalKind};
 
 use super::args::{PathMapping, RunArgs};
@@ -54,7 +54,7 @@ pub async fn run(socket: Option<PathBuf>, json: bool, args: RunArgs) -> anyhow::
 }
 
 /// Asks segid to stop the run and waits (briefly) for its answer; a second signal leaves at once.
-async fn cancel(
+pub(super) async fn cancel(
     client: &Client,
     id: u64,
     interrupt: &mut tokio::signal::unix::Signal,
@@ -88,14 +88,7 @@ fn build_request(args: &RunArgs) -> anyhow::Result<RunRequest> {
     Ok(RunRequest {
         policy: args.policy.clone(),
         command: args.command.clone(),
-        limits: Limits {
-            cpu_time: args.time,
-            wall_time: args.wall_time,
-            memory: args.memory,
-            processes: args.processes,
-            output: args.output,
-            file_size: args.file_size,
-        },
+        limits: args.limits.to_limits(),
         env: args.env.iter().cloned().collect(),
         stdin,
         files,
@@ -109,7 +102,7 @@ fn box_file(mapping: &PathMapping) -> anyhow::Result<BoxFile> {
     let context = || format!("cannot read --file {}={}", mapping.box_path, host.display());
     let executable = std::fs::metadata(host).with_context(context)?.permissions().mode() & 0o111 != 0;
     let bytes = std::fs::read(host).with_context(context)?;
-    Ok(BoxFile { path: mapping.box_path.clone(), content: Payload::from_bytes(&bytes), executable })
+    Ok(BoxFile { path: mapping.box_path.clone(), content: Some(Payload::from_bytes(&bytes)), fd: None, executable })
 }
 
 /// Forwards one piece of output: raw bytes to our own stdout/stderr, or a JSON line.
@@ -124,6 +117,8 @@ fn show_event(event: &Event, json: bool) -> anyhow::Result<()> {
             let line = format!("segi: queued: every run slot is busy, {ahead} other run(s) waiting ahead\n");
             return write_flushed(&mut std::io::stderr().lock(), line.as_bytes()).context("cannot write to stderr");
         }
+        // Only `evaluate` sends these.
+        Event::Text { .. } | Event::Data { .. } => return Ok(()),
     };
     let bytes = payload.to_bytes().context("segid sent output that is not valid base64")?;
     let written = match to_stdout {
@@ -133,13 +128,13 @@ fn show_event(event: &Event, json: bool) -> anyhow::Result<()> {
     written.context("cannot forward the program's output")
 }
 
-fn print_json_line(value: &impl serde::Serialize) -> anyhow::Result<()> {
+pub(super) fn print_json_line(value: &impl serde::Serialize) -> anyhow::Result<()> {
     let mut line = serde_json::to_vec(value)?;
     line.push(b'\n');
     write_flushed(&mut std::io::stdout().lock(), &line).context("cannot write to stdout")
 }
 
-fn write_flushed(out: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
+pub(super) fn write_flushed(out: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
     out.write_all(bytes)?;
     out.flush()
 }
@@ -169,6 +164,7 @@ mod tests {
     use super::*;
     use crate::cli::args::{Cli, Command};
     use clap::Parser as _;
+    use segi_proto::Limits;
 
     fn scratch(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("segi-client-test-{}", std::process::id()));
@@ -225,10 +221,10 @@ mod tests {
         assert_eq!(request.collect, ["out"]);
         assert_eq!(request.files[0].path, "prog");
         assert!(request.files[0].executable);
-        assert_eq!(request.files[0].content, Payload::Text("#!/bin/sh\necho hi\n".into()));
+        assert_eq!(request.files[0].content, Some(Payload::Text("#!/bin/sh\necho hi\n".into())));
         assert_eq!(request.files[1].path, "in/data");
         assert!(!request.files[1].executable);
-        assert!(matches!(request.files[1].content, Payload::Base64(_)));
+        assert!(matches!(request.files[1].content, Some(Payload::Base64(_))));
     }
 
     #[test]

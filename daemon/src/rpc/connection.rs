@@ -8,15 +8,16 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use futures_util::StreamExt;
+use std::os::fd::OwnedFd;
+
 use segi_proto::jsonrpc::{self, Response, RpcError};
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
-use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
 use tokio_util::sync::CancellationToken;
 
+use super::framing::{FrameError, LineReader, MAX_FDS};
 use super::methods;
 use crate::daemon::Daemon;
 
@@ -62,22 +63,26 @@ pub async fn serve(daemon: Arc<Daemon>, stream: UnixStream, stop: CancellationTo
         writer_closed.cancel();
     });
     let ctx = Context { daemon, outbox, running: Arc::default(), closed: closed.clone(), peer_uid };
-    let mut frames = FramedRead::new(read, AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), Vec::new(), max));
+    let mut frames = LineReader::new(read, max);
     loop {
         let frame = tokio::select! {
             frame = frames.next() => frame,
             _ = closed.cancelled() => break,
         };
         match frame {
-            None => break,
-            Some(Ok(bytes)) => handle_line(&ctx, &bytes).await,
-            Some(Err(AnyDelimiterCodecError::MaxChunkLengthExceeded)) => {
+            Ok(None) => break,
+            Ok(Some(frame)) if frame.too_many_fds => {
+                let message = format!("more than {MAX_FDS} file descriptors came with one request");
+                ctx.reply(Response::failure(Value::Null, RpcError::new(jsonrpc::INVALID_REQUEST, message))).await;
+            }
+            Ok(Some(frame)) => handle_line(&ctx, &frame.line, frame.fds).await,
+            Err(FrameError::TooLong) => {
                 let message = format!("message longer than the maximum of {max} bytes; send files smaller or pass them as file descriptors");
                 ctx.reply(Response::failure(Value::Null, RpcError::new(jsonrpc::INVALID_REQUEST, message))).await;
                 // The rest of the line would be read as garbage: close.
                 break;
             }
-            Some(Err(_)) => break,
+            Err(FrameError::Io(_)) => break,
         }
     }
     closed.cancel();
@@ -85,7 +90,7 @@ pub async fn serve(daemon: Arc<Daemon>, stream: UnixStream, stop: CancellationTo
     let _ = writer.await;
 }
 
-async fn handle_line(ctx: &Context, bytes: &[u8]) {
+async fn handle_line(ctx: &Context, bytes: &[u8], fds: Vec<OwnedFd>) {
     let bytes = bytes.strip_suffix(b"\r").unwrap_or(bytes);
     if bytes.iter().all(|b| b.is_ascii_whitespace()) {
         return;
@@ -124,5 +129,5 @@ async fn handle_line(ctx: &Context, bytes: &[u8]) {
     if !(params.is_object() || params.is_null() || params.is_array()) {
         return ctx.reply(Response::failure(reply_id, invalid("\"params\" must be an object or an array"))).await;
     }
-    methods::dispatch(ctx, method, id, params).await;
+    methods::dispatch(ctx, method, id, params, fds).await;
 }

@@ -2,5 +2,7 @@
 //! requests, [`methods`] holds one module per method.
 
 pub mod connection;
+pub mod framing;
+pub mod launch;
 pub mod methods;
 pub mod server;

@@ -7,6 +7,7 @@
 //! what happened into the result object.
 
 pub mod output;
+pub mod passed;
 pub mod request;
 pub mod spawn;
 pub mod verdict;
@@ -15,6 +16,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::Duration;
 
+use segi_proto::evaluate::Warning;
 use segi_proto::run::Collected;
 use segi_proto::{Event, Payload, RunResult};
 use tokio::io::unix::AsyncFd;
@@ -23,13 +25,14 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::daemon::Daemon;
+use crate::evaluation::{self, parser::Parser};
 use crate::policy::Policy;
 use crate::sandbox::cgroup::{CgroupLimits, Hierarchy, RunCgroup};
 use crate::sandbox::channel::{self, ChannelError};
 use crate::sandbox::messages::{FromInit, RootPlan, SandboxPlan, ToInit};
 use crate::sandbox::seccomp;
 use output::{OutputBudget, Stream};
-use request::Prepared;
+use request::{Prepared, StdoutMode};
 use spawn::InitGuard;
 use verdict::{decide, End, Outcome, Stop};
 
@@ -61,6 +64,8 @@ pub fn base_plan(daemon: &Daemon, policy: &Policy) -> SandboxPlan {
         argv: Vec::new(),
         env: Vec::new(),
         files: Vec::new(),
+        inputs: Vec::new(),
+        cwd: "/box".into(),
         stdin: false,
         rlimits: Default::default(),
         seccomp_bpf: policy.seccomp_bpf.clone(),
@@ -293,9 +298,26 @@ async fn supervise(
     let mut violation_pending = true;
 
     let budget = OutputBudget::new(limits.output);
-    let mut pumps = tokio::task::JoinSet::new();
-    pumps.spawn(output::pump(out_r, Stream::Stdout, budget.clone(), events.clone()));
-    pumps.spawn(output::pump(err_r, Stream::Stderr, budget.clone(), events));
+    // Each pump ends with the evaluator's protocol warnings (none for raw output).
+    let mut pumps = tokio::task::JoinSet::<Vec<Warning>>::new();
+    match &prepared.stdout {
+        StdoutMode::Raw => {
+            let pump = output::pump(out_r, Stream::Stdout, budget.clone(), events.clone());
+            pumps.spawn(async move {
+                pump.await;
+                Vec::new()
+            });
+        }
+        StdoutMode::Segi { begin, end } => {
+            let parser = Parser::new(begin.as_bytes(), end.as_bytes());
+            pumps.spawn(evaluation::stdout::pump(out_r, parser, budget.clone(), events.clone()));
+        }
+    }
+    let pump = output::pump(err_r, Stream::Stderr, budget.clone(), events);
+    pumps.spawn(async move {
+        pump.await;
+        Vec::new()
+    });
 
     let wall_deadline = started + Duration::from_secs_f64(limits.wall_time);
     let mut stop: Option<Stop> = None;
@@ -364,8 +386,9 @@ async fn supervise(
 
     // Every process is gone, so the pipes reach EOF; a client that stopped reading is the
     // only thing that can hold the pumps, and its cancellation releases them.
+    let mut warnings = Vec::new();
     tokio::select! {
-        _ = async { while pumps.join_next().await.is_some() {} } => {}
+        _ = async { while let Some(done) = pumps.join_next().await { warnings.extend(done.unwrap_or_default()) } } => {}
         _ = cancel.cancelled() => {
             // Stop them where they are: `output_bytes` counts what reached the event queue,
             // so what the result says is exactly what the client gets before it.
@@ -384,6 +407,7 @@ async fn supervise(
     let mut result =
         decide(&Outcome { end, stop, usage, limits, output_bytes: budget.sent(), daemon_wall, measured_by });
     result.collected = collected;
+    result.warnings = warnings;
     (result, Some(Teardown { chan, init, listener }))
 }
 

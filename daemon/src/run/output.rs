@@ -55,8 +55,13 @@ impl OutputBudget {
         self.exceeded.load(Ordering::Relaxed)
     }
 
+    /// Counts `n` bytes as handed to the event queue.
+    pub fn mark_sent(&self, n: u64) {
+        self.sent.fetch_add(n, Ordering::Relaxed);
+    }
+
     /// Takes `n` bytes; returns how many may still be forwarded.
-    fn take(&self, n: usize) -> usize {
+    pub fn take(&self, n: usize) -> usize {
         let before = self.used.fetch_add(n as u64, Ordering::Relaxed);
         let allowed = self.limit.saturating_sub(before).min(n as u64) as usize;
         if allowed < n && !self.exceeded.swap(true, Ordering::Relaxed) {

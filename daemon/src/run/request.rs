@@ -1,13 +1,18 @@
-//! Checking a `run` request and turning it, with its policy, into the plan init carries out.
+//! Checking a request and turning it, with its policy, into the plan init carries out.
 //! Everything a client can get wrong is caught here, before anything is created.
+//!
+//! Each run-like method turns its own request into a [`Spec`] (`run`: [`from_run`];
+//! `evaluate`: `evaluation::request`); [`prepare`] checks a spec against its policy.
 
-use std::path::{Component, Path};
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use segi_proto::RunRequest;
+use segi_proto::{Limits, Payload, RunRequest};
 
+use super::passed::PassedFiles;
 use crate::policy::{Effective, Policy};
-use crate::sandbox::messages::{FileEntry, RlimitPlan, SandboxPlan};
+use crate::sandbox::messages::{Area, FileEntry, RlimitPlan, SandboxPlan};
 
 /// Most files one request may place in the box.
 const MAX_FILES: usize = 1024;
@@ -15,6 +20,38 @@ const MAX_FILES: usize = 1024;
 pub const MAX_COLLECT: usize = 64;
 /// Bound on argv plus environment, as the kernel's own ARG_MAX order of magnitude.
 const MAX_ARGS_BYTES: usize = 1 << 20;
+
+/// What the daemon does with the program's stdout.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StdoutMode {
+    /// Streams it as `stdout` events (`run`).
+    Raw,
+    /// Parses it into SEGI text and data events with these markers (`evaluate`).
+    Segi { begin: String, end: String },
+}
+
+/// A file for the sandbox, its bytes already decoded.
+pub struct SpecFile {
+    pub area: Area,
+    pub path: String,
+    pub bytes: Vec<u8>,
+    pub executable: bool,
+}
+
+/// What a run-like request asks for, method-independent.
+pub struct Spec {
+    pub command: Vec<String>,
+    pub limits: Limits,
+    /// Added to the policy's environment.
+    pub env: BTreeMap<String, String>,
+    pub stdin: Option<Vec<u8>>,
+    pub files: Vec<SpecFile>,
+    /// Input directories mounted even when they get no file.
+    pub inputs: Vec<Area>,
+    pub cwd: PathBuf,
+    pub collect: Vec<String>,
+    pub stdout: StdoutMode,
+}
 
 /// A checked request, ready to run.
 pub struct Prepared {
@@ -25,86 +62,75 @@ pub struct Prepared {
     /// The files' bytes, concatenated in `plan.files` order.
     pub file_bytes: Vec<u8>,
     pub collect: Vec<String>,
+    pub stdout: StdoutMode,
 }
 
-/// A box path as a client gives it: relative to `/box`, only plain components.
-pub fn check_box_path(path: &str) -> Result<(), String> {
+/// A path as a client gives it: relative to `dir` (for messages), only plain components.
+pub fn check_relative_path(path: &str, dir: &str) -> Result<(), String> {
     if path.is_empty() || path.len() > 4096 || path.contains('\0') {
-        return Err(format!("box path {path:?} must be 1 to 4096 bytes without NUL"));
+        return Err(format!("path {path:?} must be 1 to 4096 bytes without NUL"));
     }
     let p = Path::new(path);
     if p.is_absolute() {
-        return Err(format!("box path {path:?} must be relative to /box, not absolute"));
+        return Err(format!("path {path:?} must be relative to {dir}, not absolute"));
     }
     for component in p.components() {
         match component {
             Component::Normal(_) => {}
             Component::CurDir => {}
-            _ => return Err(format!("box path {path:?} must stay inside /box (no ..)")),
+            _ => return Err(format!("path {path:?} must stay inside {dir} (no ..)")),
         }
     }
     if p.components().all(|c| c == Component::CurDir) {
-        return Err(format!("box path {path:?} names /box itself, not a file"));
+        return Err(format!("path {path:?} names {dir} itself, not a file"));
     }
     Ok(())
 }
 
-/// Checks `request` against `policy`; the error is a message for -32602.
-pub fn prepare(request: RunRequest, policy: Arc<Policy>, base: SandboxPlan) -> Result<Prepared, String> {
-    if request.command.is_empty() || request.command[0].is_empty() {
-        return Err("command must name a program: a non-empty array like [\"./prog\", \"arg\"]".into());
-    }
-    let limits = policy.resolve(&request.limits)?;
-    let mut args_bytes = 0usize;
-    for arg in &request.command {
-        if arg.contains('\0') {
-            return Err("command arguments must not contain NUL".into());
+/// A box path as a client gives it: relative to `/box`, only plain components.
+pub fn check_box_path(path: &str) -> Result<(), String> {
+    check_relative_path(path, "/box").map_err(|e| format!("box {e}"))
+}
+
+/// `a/./b` → `a/b`, for a path [`check_relative_path`] accepted.
+pub fn normalize(path: &str) -> String {
+    Path::new(path)
+        .components()
+        .filter(|c| *c != Component::CurDir)
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// A file's bytes from exactly one of its inline `content` and its passed descriptor `fd`.
+pub fn file_bytes(
+    content: Option<&Payload>,
+    fd: Option<usize>,
+    passed: &mut PassedFiles,
+    what: &str,
+) -> Result<Vec<u8>, String> {
+    match (content, fd) {
+        (Some(content), None) => content.to_bytes().map_err(|e| format!("{what}: content is not valid base64: {e}")),
+        (None, Some(index)) => passed.take(index).ok_or_else(|| format!("{what}: descriptor {index} is named twice")),
+        (None, None) => {
+            Err(format!("{what} needs its bytes: \"content\" ({{\"text\": ...}} or {{\"base64\": ...}}) or \"fd\""))
         }
-        args_bytes += arg.len() + 1;
+        (Some(_), Some(_)) => Err(format!("{what} has both \"content\" and \"fd\"; give one")),
     }
-    let mut env: Vec<String> = Vec::new();
-    let mut merged = policy.env.clone();
-    for (key, value) in &request.env {
-        if key.is_empty() || key.contains('=') || key.contains('\0') || value.contains('\0') {
-            return Err(format!("env key {key:?} must be non-empty without '=' or NUL, and its value without NUL"));
-        }
-        merged.insert(key.clone(), value.clone());
-    }
-    for (key, value) in merged {
-        args_bytes += key.len() + value.len() + 2;
-        env.push(format!("{key}={value}"));
-    }
-    if args_bytes > MAX_ARGS_BYTES {
-        return Err(format!("command and env total {args_bytes} bytes, more than {MAX_ARGS_BYTES}"));
-    }
-    if request.files.len() > MAX_FILES {
-        return Err(format!("{} files, more than {MAX_FILES}", request.files.len()));
-    }
+}
+
+/// The descriptor indexes a `run` request names.
+pub fn run_fds(request: &RunRequest) -> Vec<usize> {
+    request.files.iter().filter_map(|f| f.fd).collect()
+}
+
+/// `run`'s request as a spec.
+pub fn from_run(request: RunRequest, passed: &mut PassedFiles) -> Result<Spec, String> {
     let mut files = Vec::with_capacity(request.files.len());
-    let mut file_bytes = Vec::new();
-    let mut seen = std::collections::BTreeSet::new();
-    for file in &request.files {
+    for file in request.files {
         check_box_path(&file.path)?;
-        let normal: String = Path::new(&file.path)
-            .components()
-            .filter(|c| *c != Component::CurDir)
-            .map(|c| c.as_os_str().to_string_lossy().into_owned())
-            .collect::<Vec<_>>()
-            .join("/");
-        if !seen.insert(normal.clone()) {
-            return Err(format!("file {:?} is given twice", file.path));
-        }
-        let bytes =
-            file.content.to_bytes().map_err(|e| format!("file {:?}: content is not valid base64: {e}", file.path))?;
-        files.push(FileEntry { path: normal, len: bytes.len() as u64, executable: file.executable });
-        file_bytes.extend_from_slice(&bytes);
-    }
-    if file_bytes.len() as u64 > policy.box_size {
-        return Err(format!(
-            "files total {} bytes, more than the box holds ({} bytes)",
-            file_bytes.len(),
-            policy.box_size
-        ));
+        let bytes = file_bytes(file.content.as_ref(), file.fd, passed, &format!("file {:?}", file.path))?;
+        files.push(SpecFile { area: Area::Box, path: file.path, bytes, executable: file.executable });
     }
     if request.collect.len() > MAX_COLLECT {
         return Err(format!("{} collect paths, more than {MAX_COLLECT}", request.collect.len()));
@@ -118,11 +144,80 @@ pub fn prepare(request: RunRequest, policy: Arc<Policy>, base: SandboxPlan) -> R
         .map(|p| p.to_bytes())
         .transpose()
         .map_err(|e| format!("stdin is not valid base64: {e}"))?;
+    Ok(Spec {
+        command: request.command,
+        limits: request.limits,
+        env: request.env,
+        stdin,
+        files,
+        inputs: Vec::new(),
+        cwd: PathBuf::from("/box"),
+        collect: request.collect,
+        stdout: StdoutMode::Raw,
+    })
+}
+
+/// Checks `spec` against `policy`; the error is a message for -32602.
+pub fn prepare(spec: Spec, policy: Arc<Policy>, base: SandboxPlan) -> Result<Prepared, String> {
+    if spec.command.is_empty() || spec.command[0].is_empty() {
+        return Err("command must name a program: a non-empty array like [\"./prog\", \"arg\"]".into());
+    }
+    let limits = policy.resolve(&spec.limits)?;
+    let mut args_bytes = 0usize;
+    for arg in &spec.command {
+        if arg.contains('\0') {
+            return Err("command arguments must not contain NUL".into());
+        }
+        args_bytes += arg.len() + 1;
+    }
+    let mut env: Vec<String> = Vec::new();
+    let mut merged = policy.env.clone();
+    for (key, value) in spec.env {
+        if key.is_empty() || key.contains('=') || key.contains('\0') || value.contains('\0') {
+            return Err(format!("env key {key:?} must be non-empty without '=' or NUL, and its value without NUL"));
+        }
+        merged.insert(key, value);
+    }
+    for (key, value) in merged {
+        args_bytes += key.len() + value.len() + 2;
+        env.push(format!("{key}={value}"));
+    }
+    if args_bytes > MAX_ARGS_BYTES {
+        return Err(format!("command and env total {args_bytes} bytes, more than {MAX_ARGS_BYTES}"));
+    }
+    if spec.files.len() > MAX_FILES {
+        return Err(format!("{} files, more than {MAX_FILES}", spec.files.len()));
+    }
+    let mut files = Vec::with_capacity(spec.files.len());
+    let mut file_bytes = Vec::new();
+    let mut seen = std::collections::BTreeSet::new();
+    for file in spec.files {
+        let normal = normalize(&file.path);
+        if !seen.insert((file.area, normal.clone())) {
+            return Err(format!("file {:?} is given twice", file.path));
+        }
+        files.push(FileEntry {
+            area: file.area,
+            path: normal,
+            len: file.bytes.len() as u64,
+            executable: file.executable,
+        });
+        file_bytes.extend_from_slice(&file.bytes);
+    }
+    if file_bytes.len() as u64 > policy.box_size {
+        return Err(format!(
+            "files total {} bytes, more than the box holds ({} bytes)",
+            file_bytes.len(),
+            policy.box_size
+        ));
+    }
     let plan = SandboxPlan {
-        argv: request.command,
+        argv: spec.command,
         env,
         files,
-        stdin: stdin.is_some(),
+        inputs: spec.inputs,
+        cwd: spec.cwd,
+        stdin: spec.stdin.is_some(),
         rlimits: RlimitPlan {
             // The backstop sits a little above the polled cgroup limit: it is per process and
             // only needs to catch what polling could miss.
@@ -134,7 +229,7 @@ pub fn prepare(request: RunRequest, policy: Arc<Policy>, base: SandboxPlan) -> R
         },
         ..base
     };
-    Ok(Prepared { policy, limits, plan, stdin, file_bytes, collect: request.collect })
+    Ok(Prepared { policy, limits, plan, stdin: spec.stdin, file_bytes, collect: spec.collect, stdout: spec.stdout })
 }
 
 #[cfg(test)]
@@ -149,5 +244,11 @@ mod tests {
         for bad in ["", "/etc/passwd", "../x", "a/../../x", "a/..", ".", "a\0b"] {
             assert!(check_box_path(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn normalized_paths() {
+        assert_eq!(normalize("./a/./b"), "a/b");
+        assert_eq!(normalize("a"), "a");
     }
 }

@@ -77,6 +77,7 @@ pub fn decide(o: &Outcome) -> RunResult {
         limits: o.limits.to_limits(),
         measured_by: o.measured_by.to_string(),
         collected: Vec::new(),
+        warnings: Vec::new(),
     };
     let set = |r: &mut RunResult, v: Verdict, limit: Option<LimitKind>, message: String| {
         r.verdict = v;

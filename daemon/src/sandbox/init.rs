@@ -20,7 +20,7 @@ use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::{ForkResult, Pid};
 
 use super::channel::{self, ChannelError};
-use super::messages::{ExitStatus, FromInit, RootPlan, SandboxPlan, ToInit};
+use super::messages::{Area, ExitStatus, FromInit, RootPlan, SandboxPlan, ToInit};
 use super::{credentials, landlock, rlimits, rootfs, seccomp, SetupError};
 use ::landlock::RulesetCreated;
 
@@ -179,9 +179,23 @@ fn setup(
     // now is rooted there, so the run sees its own cgroup as "/".
     nix::sched::unshare(nix::sched::CloneFlags::CLONE_NEWCGROUP)
         .map_err(|e| SetupError::new("cgroup namespace", e.to_string()))?;
+    for &area in &plan.inputs {
+        // Sized for exactly these files and the directories on their way: no room to spare.
+        let files = plan.files.iter().filter(|f| f.area == area);
+        let bytes = files.clone().map(|f| f.len).sum();
+        let dirs: std::collections::BTreeSet<&Path> =
+            files.clone().flat_map(|f| Path::new(&f.path).ancestors().skip(1)).collect();
+        rootfs::mount_input(area, bytes, files.count() + dirs.len(), plan.root.inside_id)?;
+    }
     if let Some(files) = &stdio.files {
         place_files(plan, files)?;
     }
+    for &area in &plan.inputs {
+        rootfs::seal_input(area)?;
+    }
+    let inputs: Vec<&str> = plan.inputs.iter().map(|a| a.dir()).collect();
+    let ruleset = landlock::allow_read(ruleset, &inputs, plan.root.landlock_abi)?;
+    nix::unistd::chdir(&plan.cwd).map_err(|e| SetupError::new("working directory", e.to_string()))?;
     mark("cgroup namespace, files");
     credentials::drop_all()?;
     mark("credentials");
@@ -191,13 +205,14 @@ fn setup(
     seccomp::load(&plan.seccomp_bpf)
 }
 
-/// Writes the request's files into `/box` (init is in the new root already).
+/// Writes the request's files into `/box` and the input directories (init is in the new root
+/// already). Input files are read-only (0444, 0555 when executable) on a mount sealed after.
 fn place_files(plan: &SandboxPlan, files: &OwnedFd) -> Result<(), SetupError> {
     let fail = |e: std::io::Error| SetupError::new("box files", e.to_string());
-    let box_dir = PathBuf::from("/box");
     let mut source = std::fs::File::from(files.try_clone().map_err(fail)?);
     let id = Some(plan.root.inside_id);
     for entry in &plan.files {
+        let box_dir = PathBuf::from(entry.area.dir());
         let target = box_dir.join(&entry.path);
         // Paths were validated by the daemon (relative, no `..`); create missing parents.
         let mut dir = box_dir.clone();
@@ -210,7 +225,12 @@ fn place_files(plan: &SandboxPlan, files: &OwnedFd) -> Result<(), SetupError> {
                 }
             }
         }
-        let mode = if entry.executable { 0o755 } else { 0o644 };
+        let mode = match (entry.area, entry.executable) {
+            (Area::Box, true) => 0o755,
+            (Area::Box, false) => 0o644,
+            (_, true) => 0o555,
+            (_, false) => 0o444,
+        };
         let mut file = std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)

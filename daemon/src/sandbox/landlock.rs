@@ -60,6 +60,21 @@ pub fn ruleset(root: &RootPlan) -> Result<Option<RulesetCreated>, SetupError> {
     Ok(Some(created))
 }
 
+/// Adds read (and execute) rights on input directories mounted after the ruleset was built.
+/// Rules hold on to inodes, and a path walk skips a covered mount point, so the rule must
+/// name the mounted directory itself: it is added once the input tmpfs is in place.
+pub fn allow_read(
+    ruleset: Option<RulesetCreated>,
+    dirs: &[&str],
+    abi: u32,
+) -> Result<Option<RulesetCreated>, SetupError> {
+    let Some(ruleset) = ruleset else {
+        return Ok(None);
+    };
+    let read = AccessFs::from_read(ABI::from(abi as i32));
+    ruleset.add_rules(path_beneath_rules(dirs, read)).map(Some).map_err(fail)
+}
+
 /// Restricts the calling process (and what it forks) with `ruleset`.
 pub fn enforce(ruleset: Option<RulesetCreated>) -> Result<(), SetupError> {
     let Some(ruleset) = ruleset else {

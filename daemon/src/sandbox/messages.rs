@@ -31,8 +31,13 @@ pub struct SandboxPlan {
     pub argv: Vec<String>,
     /// `KEY=VALUE` pairs, the program's whole environment.
     pub env: Vec<String>,
-    /// Files to place in `/box`; their bytes follow one another in the files memfd.
+    /// Files to place in `/box` or an input directory; their bytes follow one another in the
+    /// files memfd.
     pub files: Vec<FileEntry>,
+    /// Read-only input directories to mount and fill with their `files`, even when empty.
+    pub inputs: Vec<Area>,
+    /// The program's working directory.
+    pub cwd: PathBuf,
     pub stdin: bool,
     pub rlimits: RlimitPlan,
     /// The seccomp filter as classic BPF, compiled once per policy by the daemon.
@@ -41,9 +46,35 @@ pub struct SandboxPlan {
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct FileEntry {
+    pub area: Area,
+    /// Relative to the area's directory, validated by the daemon (no `..`, not absolute).
     pub path: String,
     pub len: u64,
     pub executable: bool,
+}
+
+/// Where a file of the plan goes. Every root has the mount points; an input directory is
+/// mounted (a small tmpfs, read-only once filled) only when the plan lists it in `inputs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Area {
+    /// `/box`: the program's writable working area.
+    Box,
+    /// `/submission`: an evaluation's submission files, read-only.
+    Submission,
+    /// `/problem`: an evaluation's problem directory, read-only.
+    Problem,
+}
+
+impl Area {
+    pub const INPUTS: [Area; 2] = [Area::Submission, Area::Problem];
+
+    pub fn dir(self) -> &'static str {
+        match self {
+            Area::Box => "/box",
+            Area::Submission => "/submission",
+            Area::Problem => "/problem",
+        }
+    }
 }
 
 /// Resource limits set on the program with setrlimit; `None` leaves the inherited value.

@@ -11,7 +11,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use nix::fcntl::OFlag;
 use nix::mount::{mount, umount2, MntFlags, MsFlags};
 
-use super::messages::RootPlan;
+use super::messages::{Area, RootPlan};
 use super::SetupError;
 
 /// Device nodes a program may use, bound from the host's `/dev` (a user namespace cannot mknod).
@@ -103,7 +103,35 @@ pub fn build(plan: &RootPlan, sources: Vec<Source>) -> Result<(), SetupError> {
     mount_dev(root)?;
     mount_tmpfs(root, "box", plan.box_size, &format!("mode=0755,uid={0},gid={0}", plan.inside_id))?;
     mount_tmpfs(root, "tmp", plan.tmp_size, "mode=1777")?;
+    // Mount points only: an evaluation mounts its read-only inputs on them at start.
+    for area in Area::INPUTS {
+        let target = root.join(area.dir().trim_start_matches('/'));
+        std::fs::DirBuilder::new().mode(0o755).create(target).map_err(io_step("create an input mount point"))?;
+    }
     Ok(())
+}
+
+/// Mounts a tmpfs for a read-only input directory (after pivot_root): sized for `bytes` of
+/// content in `entries` files and directories, so that filling it cannot take more memory
+/// than the request brought. Made read-only by [`seal_input`] once filled.
+pub fn mount_input(area: Area, bytes: u64, entries: usize, inside_id: u32) -> Result<(), SetupError> {
+    // Each entry may take a page beyond its bytes (a file's last page is partly empty).
+    let size = bytes + (entries as u64 + 16) * 4096;
+    let inodes = entries + 16;
+    mount(
+        Some("segi-input"),
+        area.dir(),
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some(format!("size={size},nr_inodes={inodes},mode=0755,uid={inside_id},gid={inside_id}").as_str()),
+    )
+    .map_err(step("mount an input directory"))
+}
+
+/// Makes a filled input directory read-only: from here on not even its owner (the program's
+/// uid) can change it, and the program has no capability left to remount it.
+pub fn seal_input(area: Area) -> Result<(), SetupError> {
+    setattr(Path::new(area.dir()), MOUNT_ATTR_RDONLY, false).map_err(step("make an input directory read-only"))
 }
 
 /// Switches to the new root. pivot_root, not chroot: a chroot keeps the host tree reachable

@@ -2,8 +2,11 @@
 
 mod cancel;
 mod capabilities;
+mod evaluate;
 mod ping;
 mod run;
+
+use std::os::fd::OwnedFd;
 
 use segi_proto::jsonrpc::{self, Response, RpcError};
 use serde_json::Value;
@@ -11,9 +14,11 @@ use serde_json::Value;
 use super::connection::Context;
 
 /// Every method, as `capabilities` lists them.
-pub const METHODS: &[&str] = &["ping", "capabilities", "run", "cancel"];
+pub const METHODS: &[&str] = &["ping", "capabilities", "run", "evaluate", "cancel"];
 
-pub async fn dispatch(ctx: &Context, method: &str, id: Option<Value>, params: Value) {
+/// Runs `method`. `fds` are the descriptors passed with the request line; only run-like
+/// methods take any, the others close them.
+pub async fn dispatch(ctx: &Context, method: &str, id: Option<Value>, params: Value, fds: Vec<OwnedFd>) {
     // A notification (no id) gets no answer (JSON-RPC 2.0); only `cancel` means anything as one.
     let Some(id) = id else {
         if method == "cancel" {
@@ -26,7 +31,8 @@ pub async fn dispatch(ctx: &Context, method: &str, id: Option<Value>, params: Va
         "capabilities" => capabilities::apply(ctx),
         "cancel" => cancel::apply(ctx, params),
         // Streams events and replies when the run is over, from its own task.
-        "run" => return run::start(ctx, id, params).await,
+        "run" => return run::start(ctx, id, params, fds).await,
+        "evaluate" => return evaluate::start(ctx, id, params, fds).await,
         other => Err(RpcError::new(
             jsonrpc::METHOD_NOT_FOUND,
             format!("unknown method {other:?}; segid offers: {}", METHODS.join(", ")),
