@@ -93,5 +93,12 @@ step 137 "A busy loop under a 1 s CPU limit: TLE, exit 137" \
 # The sandbox's /etc is not the host's: cat must fail (it would be a hole if it printed).
 step nonzero "The host's /etc/shadow is not visible in the sandbox" \
     run -- sh -c 'ls -l /etc/shadow; cat /etc/shadow'
+# SEGI evaluations of the example problem (examples/sum): text as it comes, data events marked.
+step 0 "An evaluation: a correct C submission to examples/sum" \
+    evaluate --problem "$repo/examples/sum" --submission "source=$repo/examples/sum/submissions/correct.c" \
+    -- python3 evaluator.py
+step 0 "An evaluation: a wrong Python submission" \
+    evaluate --problem "$repo/examples/sum" --submission "source=$repo/examples/sum/submissions/wrong.py" \
+    -- python3 evaluator.py
 
 printf '\n=== demo finished\n'
