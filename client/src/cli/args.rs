@@ -77,7 +77,7 @@ The evaluator's stdout is its report: text, and data blocks between the lines
 $EVALUATION_DATA_BEGIN and $EVALUATION_DATA_END, one JSON value per line. Without --json,
 text is printed as it comes, each data value as a line of its own, `  data: JSON`, and the
 evaluator's stderr goes to stderr; at the end, stderr gets each mistake the evaluator made in
-its report (`segi: warning: stdout line N: ...`) and the summary line of `run`.
+its report (`segi: warning: stdout line N ...`) and the summary line of `run`.
 With --json, stdout carries only JSON Lines: each event as segid sent it
 ({\"type\":\"text\",\"payload\":\"...\"}, {\"type\":\"data\",\"payload\":...},
 {\"type\":\"stderr\",\"text\":\"...\"}), then the result object, with its \"warnings\".
@@ -90,11 +90,11 @@ Example:
   $ segi-client evaluate --problem examples/sum \\
         --submission source=examples/sum/submissions/correct.c -- python3 evaluator.py
   Compiling correct.c...
-    data: {\"outcome\":\"success\",\"type\":\"compilation\"}
+    data: {\"type\":\"compilation\",\"outcome\":\"success\"}
   case 01: correct (0.00 s)
-    data: {\"case\":\"01\",\"outcome\":\"correct\",\"time\":0.001,\"type\":\"testcase\"}
+    data: {\"type\":\"testcase\",\"case\":\"01\",\"outcome\":\"correct\",\"time\":0.001}
   ...
-    data: {\"name\":\"correct\",\"outcome\":true,\"type\":\"goal\"}
+    data: {\"type\":\"goal\",\"name\":\"correct\",\"outcome\":true}
     data: {\"type\":\"score\",\"value\":100}
   Score: 100/100 (6/6 cases correct)
   segi: OK cpu=0.119s wall=0.118s memory=12.1MiB exit=0";
