@@ -96,6 +96,7 @@ pub fn to_spec(request: EvaluateRequest, passed: &mut PassedFiles, markers: &Mar
         cwd,
         collect: Vec::new(),
         stdout: StdoutMode::Segi { begin: markers.begin.clone(), end: markers.end.clone() },
+        wiring: Default::default(),
     })
 }
 

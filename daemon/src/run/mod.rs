@@ -32,7 +32,7 @@ use crate::sandbox::channel::{self, ChannelError};
 use crate::sandbox::messages::{FromInit, RootPlan, SandboxPlan, ToInit};
 use crate::sandbox::seccomp;
 use output::{OutputBudget, Stream};
-use request::{Prepared, StdoutMode};
+use request::{Prepared, StdoutMode, Wiring};
 use spawn::InitGuard;
 use verdict::{decide, End, Outcome, Stop};
 
@@ -67,6 +67,8 @@ pub fn base_plan(daemon: &Daemon, policy: &Policy) -> SandboxPlan {
         inputs: Vec::new(),
         cwd: "/box".into(),
         stdin: false,
+        stdout_given: false,
+        extra_fds: Vec::new(),
         rlimits: Default::default(),
         seccomp_bpf: policy.seccomp_bpf.clone(),
     }
@@ -135,7 +137,8 @@ pub async fn execute(
         }
     };
     let t_setup = std::time::Instant::now();
-    let (run_result, teardown) = supervise(&prepared, cgroup.as_ref(), init, measured_by, events, cancel).await;
+    let wiring = std::mem::take(&mut prepared.wiring);
+    let (run_result, teardown) = supervise(&prepared, wiring, cgroup.as_ref(), init, measured_by, events, cancel).await;
     let t_supervised = t_setup.elapsed();
     let _ = result.send(run_result);
     spawn::refill(&daemon, prepared.policy.clone());
@@ -232,6 +235,7 @@ fn cpu_poll_interval(limit: f64, used: f64) -> Duration {
 
 async fn supervise(
     prepared: &Prepared,
+    wiring: Wiring,
     cgroup: Option<&RunCgroup>,
     spawned: spawn::Prespawned,
     measured_by: &'static str,
@@ -240,10 +244,18 @@ async fn supervise(
 ) -> (RunResult, Option<Teardown>) {
     let limits = prepared.limits;
     let fail = |why: String| (failed_before_start(prepared, why), None);
-    let pipes = (nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC), nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC));
-    let ((out_r, out_w), (err_r, err_w)) = match pipes {
-        (Ok(a), Ok(b)) => (a, b),
-        _ => return fail("cannot create output pipes".into()),
+    let Wiring { stdin: wired_stdin, stdout: wired_stdout, extra } = wiring;
+    // stdout is the daemon's pipe, streamed as events, unless the run's stdout was wired.
+    let (out_r, out_w) = match wired_stdout {
+        Some(fd) => (None, fd),
+        None => match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
+            Ok((r, w)) => (Some(r), w),
+            Err(_) => return fail("cannot create output pipes".into()),
+        },
+    };
+    let (err_r, err_w) = match nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) {
+        Ok(pipe) => pipe,
+        Err(_) => return fail("cannot create output pipes".into()),
     };
     let t0 = Instant::now();
     let spawn::Prespawned { pid, init, channel: daemon_end, .. } = spawned;
@@ -256,9 +268,12 @@ async fn supervise(
         Ok(chan) => chan,
         Err(e) => return fail(format!("init channel: {e}")),
     };
-    let stdin_fd = match prepared.stdin.as_deref().map(channel::memfd_with).transpose() {
-        Ok(fd) => fd,
-        Err(e) => return fail(format!("stdin memfd: {e}")),
+    let stdin_fd = match wired_stdin {
+        Some(fd) => Some(fd),
+        None => match prepared.stdin.as_deref().map(channel::memfd_with).transpose() {
+            Ok(fd) => fd,
+            Err(e) => return fail(format!("stdin memfd: {e}")),
+        },
     };
     let files_fd =
         match (!prepared.plan.files.is_empty()).then(|| channel::memfd_with(&prepared.file_bytes)).transpose() {
@@ -268,11 +283,12 @@ async fn supervise(
     let mut fds = vec![out_w.as_raw_fd(), err_w.as_raw_fd()];
     fds.extend(stdin_fd.as_ref().map(|f| f.as_raw_fd()));
     fds.extend(files_fd.as_ref().map(|f| f.as_raw_fd()));
+    fds.extend(extra.iter().map(|(_, f)| f.as_raw_fd()));
     if let Err(e) = chan.send(&ToInit::Start(Box::new(prepared.plan.clone())), &fds) {
         return fail(format!("cannot reach init: {e}"));
     }
     // Only the sandbox may hold the write ends now, or the pumps would never see EOF.
-    drop((out_w, err_w, stdin_fd, files_fd));
+    drop((out_w, err_w, stdin_fd, files_fd, extra));
 
     let ready = tokio::select! {
         ready = tokio::time::timeout(SETUP_TIMEOUT, chan.recv()) => ready,
@@ -300,15 +316,16 @@ async fn supervise(
     let budget = OutputBudget::new(limits.output);
     // Each pump ends with the evaluator's protocol warnings (none for raw output).
     let mut pumps = tokio::task::JoinSet::<Vec<Warning>>::new();
-    match &prepared.stdout {
-        StdoutMode::Raw => {
+    match (&prepared.stdout, out_r) {
+        (_, None) => {}
+        (StdoutMode::Raw, Some(out_r)) => {
             let pump = output::pump(out_r, Stream::Stdout, budget.clone(), events.clone());
             pumps.spawn(async move {
                 pump.await;
                 Vec::new()
             });
         }
-        StdoutMode::Segi { begin, end } => {
+        (StdoutMode::Segi { begin, end }, Some(out_r)) => {
             let parser = Parser::new(begin.as_bytes(), end.as_bytes());
             pumps.spawn(evaluation::stdout::pump(out_r, parser, budget.clone(), events.clone()));
         }

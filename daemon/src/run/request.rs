@@ -5,6 +5,7 @@
 //! `evaluate`: `evaluation::request`); [`prepare`] checks a spec against its policy.
 
 use std::collections::BTreeMap;
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -30,6 +31,21 @@ pub enum StdoutMode {
     Segi { begin: String, end: String },
 }
 
+/// Descriptors the daemon wires into the program in place of its own (judging: files and
+/// pipes between processes). Targets of `extra` are 3 to [`MAX_EXTRA_FD`].
+#[derive(Debug, Default)]
+pub struct Wiring {
+    /// The program's stdin, instead of the request's bytes or /dev/null.
+    pub stdin: Option<OwnedFd>,
+    /// The program's stdout, instead of a pipe streamed as events.
+    pub stdout: Option<OwnedFd>,
+    /// `(target fd, descriptor)`: the program finds the descriptor at the target number.
+    pub extra: Vec<(i32, OwnedFd)>,
+}
+
+/// The highest descriptor number `Wiring::extra` may target.
+pub const MAX_EXTRA_FD: i32 = 63;
+
 /// A file for the sandbox, its bytes already decoded.
 pub struct SpecFile {
     pub area: Area,
@@ -51,6 +67,7 @@ pub struct Spec {
     pub cwd: PathBuf,
     pub collect: Vec<String>,
     pub stdout: StdoutMode,
+    pub wiring: Wiring,
 }
 
 /// A checked request, ready to run.
@@ -63,6 +80,8 @@ pub struct Prepared {
     pub file_bytes: Vec<u8>,
     pub collect: Vec<String>,
     pub stdout: StdoutMode,
+    /// Taken by the run when it starts.
+    pub wiring: Wiring,
 }
 
 /// A path as a client gives it: relative to `dir` (for messages), only plain components.
@@ -154,6 +173,7 @@ pub fn from_run(request: RunRequest, passed: &mut PassedFiles) -> Result<Spec, S
         cwd: PathBuf::from("/box"),
         collect: request.collect,
         stdout: StdoutMode::Raw,
+        wiring: Wiring::default(),
     })
 }
 
@@ -211,13 +231,22 @@ pub fn prepare(spec: Spec, policy: Arc<Policy>, base: SandboxPlan) -> Result<Pre
             policy.box_size
         ));
     }
+    let mut targets = std::collections::BTreeSet::new();
+    for (target, _) in &spec.wiring.extra {
+        // The daemon's own wiring, not a client's: a bad target is a bug, refused all the same.
+        if !(3..=MAX_EXTRA_FD).contains(target) || !targets.insert(*target) {
+            return Err(format!("descriptor {target} cannot be wired twice or outside 3 to {MAX_EXTRA_FD}"));
+        }
+    }
     let plan = SandboxPlan {
         argv: spec.command,
+        extra_fds: targets.into_iter().collect(),
         env,
         files,
         inputs: spec.inputs,
         cwd: spec.cwd,
-        stdin: spec.stdin.is_some(),
+        stdin: spec.stdin.is_some() || spec.wiring.stdin.is_some(),
+        stdout_given: spec.wiring.stdout.is_some(),
         rlimits: RlimitPlan {
             // The backstop sits a little above the polled cgroup limit: it is per process and
             // only needs to catch what polling could miss.
@@ -229,7 +258,19 @@ pub fn prepare(spec: Spec, policy: Arc<Policy>, base: SandboxPlan) -> Result<Pre
         },
         ..base
     };
-    Ok(Prepared { policy, limits, plan, stdin: spec.stdin, file_bytes, collect: spec.collect, stdout: spec.stdout })
+    let mut wiring = spec.wiring;
+    // In target order, as `plan.extra_fds` lists them.
+    wiring.extra.sort_by_key(|(target, _)| *target);
+    Ok(Prepared {
+        policy,
+        limits,
+        plan,
+        stdin: spec.stdin,
+        file_bytes,
+        collect: spec.collect,
+        stdout: spec.stdout,
+        wiring,
+    })
 }
 
 #[cfg(test)]

@@ -68,6 +68,8 @@ struct Stdio {
     stderr: OwnedFd,
     stdin: Option<OwnedFd>,
     files: Option<OwnedFd>,
+    /// For `plan.extra_fds`, in the same order.
+    extra: Vec<OwnedFd>,
 }
 
 fn serve(chan: RawFd) -> Result<(), ChannelError> {
@@ -89,7 +91,11 @@ fn serve(chan: RawFd) -> Result<(), ChannelError> {
     };
     let stdin = if plan.stdin { fds.next() } else { None };
     let files = if plan.files.is_empty() { None } else { fds.next() };
-    let stdio = Stdio { stdout, stderr, stdin, files };
+    let extra: Vec<OwnedFd> = fds.by_ref().take(plan.extra_fds.len()).collect();
+    if extra.len() != plan.extra_fds.len() {
+        return Err(ChannelError::Malformed("Start without its extra descriptors".into()));
+    }
+    let stdio = Stdio { stdout, stderr, stdin, files, extra };
 
     let sigchld = match block_sigchld() {
         Ok(fd) => fd,
@@ -422,16 +428,55 @@ fn exec_program(
             fail(nix::Error::last_raw());
         }
     }
-    // Everything above 2 closes at exec (the error pipe stays usable until then).
+    // The extra descriptors go to their targets (3 to 63) in two steps, so that no source is
+    // overwritten before it is copied: first each above 63, then each to its target. The
+    // error pipe moves above 63 too, out of the targets' way.
+    let err_write = match raise_fd(err_write) {
+        Ok(fd) => fd,
+        Err(errno) => fail(errno),
+    };
+    let report = |code: i32| -> ! {
+        // SAFETY: writing 4 bytes from a live buffer to our own pipe, then exiting.
+        unsafe {
+            libc::write(err_write, code.to_ne_bytes().as_ptr().cast(), 4);
+            libc::_exit(127)
+        }
+    };
+    let fail = |errno: i32| -> ! { report(-errno.max(1)) };
+    let mut raised = Vec::with_capacity(stdio.extra.len());
+    for fd in &stdio.extra {
+        match raise_fd(fd.as_raw_fd()) {
+            Ok(high) => raised.push(high),
+            Err(errno) => fail(errno),
+        }
+    }
+    // Everything above 2 closes at exec (the error pipe stays usable until then) ...
     // SAFETY: close_range with CLOEXEC only sets flags on our own descriptors.
     if unsafe { libc::close_range(3, u32::MAX, libc::CLOSE_RANGE_CLOEXEC as i32) } < 0 {
         fail(nix::Error::last_raw());
+    }
+    // ... except the wired ones: dup2 makes its copy without close-on-exec.
+    for (&target, &high) in plan.extra_fds.iter().zip(&raised) {
+        // SAFETY: dup2 onto a number reserved for wiring (3 to 63; nothing of ours is there).
+        if unsafe { libc::dup2(high, target) } < 0 {
+            fail(nix::Error::last_raw());
+        }
     }
     if let Err((_, e)) = rlimits::apply(&plan.rlimits) {
         fail(e as i32);
     }
     let _ = nix::unistd::execve(program, argv, env);
     report(nix::Error::last_raw())
+}
+
+/// A close-on-exec copy of `fd` numbered above the wiring targets (64 and up).
+fn raise_fd(fd: RawFd) -> Result<RawFd, i32> {
+    // SAFETY: F_DUPFD_CLOEXEC duplicates a descriptor we own; no memory is involved.
+    let high = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 64) };
+    if high < 0 {
+        return Err(nix::Error::last_raw());
+    }
+    Ok(high)
 }
 
 /// One SIGKILL to every process of the namespace but init; the reap loop finishes the job.

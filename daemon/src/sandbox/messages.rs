@@ -39,6 +39,11 @@ pub struct SandboxPlan {
     /// The program's working directory.
     pub cwd: PathBuf,
     pub stdin: bool,
+    /// The daemon passes the program's stdout (judging) instead of a pipe of its own; it is
+    /// still the second descriptor of `Start`.
+    pub stdout_given: bool,
+    /// Target numbers of the extra descriptors that follow in `Start`, ascending (3 to 63).
+    pub extra_fds: Vec<i32>,
     pub rlimits: RlimitPlan,
     /// The seccomp filter as classic BPF, compiled once per policy by the daemon.
     pub seccomp_bpf: Vec<u8>,
@@ -96,7 +101,7 @@ pub enum ToInit {
     /// Build the root now, ahead of the request; `Start` follows with the same root.
     Prepare(Box<RootPlan>),
     /// Build the sandbox and start. fds: stdout, stderr, then stdin if `plan.stdin`, then the
-    /// files memfd if `plan.files` is not empty.
+    /// files memfd if `plan.files` is not empty, then one per `plan.extra_fds`.
     Start(Box<SandboxPlan>),
     /// Kill every process of the run now (a limit, a cancel).
     Kill,
