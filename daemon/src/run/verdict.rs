@@ -87,7 +87,12 @@ pub fn decide(o: &Outcome) -> RunResult {
     let l = &o.limits;
     match &o.end {
         End::SetupFailed(why) => return with(result, Verdict::IE, None, format!("sandbox setup failed: {why}")),
-        End::Lost(why) if o.stop.is_none() => return with(result, Verdict::IE, None, why.clone()),
+        // The memory cgroup's OOM killer may pick init itself (memory held by tmpfs or memfd
+        // pages belongs to no process, and init's own RSS can be the largest): that is the
+        // program's memory limit, not a sandbox failure.
+        End::Lost(why) if o.stop.is_none() && !o.usage.is_some_and(|u| u.oom_killed) => {
+            return with(result, Verdict::IE, None, why.clone())
+        }
         _ => {}
     }
     match &o.stop {
