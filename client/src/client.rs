@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
 use segi_proto::jsonrpc::Request;
+use segi_proto::judge::{JudgeRequest, JudgeResult, TestResult};
 use segi_proto::{Capabilities, EvaluateRequest, Event, RunRequest, RunResult, MAX_MESSAGE_BYTES};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -118,7 +119,7 @@ impl Client {
     /// what `"fd": N` reads (at most [`MAX_FDS`], each named by the request). The descriptors
     /// are closed here once sent.
     pub async fn start_run_with_fds(&self, request: &RunRequest, fds: Vec<OwnedFd>) -> Result<RunHandle, Error> {
-        self.start_streaming("run", request, fds)
+        Ok(RunHandle { stream: self.start_streaming("run", request, fds)? })
     }
 
     /// Starts an `evaluate` (a SEGI evaluation) and returns as soon as it is sent. `fds[N]` is
@@ -127,7 +128,7 @@ impl Client {
     /// yields [`Event::Text`], [`Event::Data`] and [`Event::Stderr`], then the result with its
     /// `warnings`.
     pub async fn start_evaluate(&self, request: &EvaluateRequest, fds: Vec<OwnedFd>) -> Result<RunHandle, Error> {
-        self.start_streaming("evaluate", request, fds)
+        Ok(RunHandle { stream: self.start_streaming("evaluate", request, fds)? })
     }
 
     /// Evaluates to the end, calling `on_event` for each event as it arrives.
@@ -144,16 +145,39 @@ impl Client {
         evaluation.finish().await
     }
 
+    /// Starts a `judge` (a submission judged on a problem package) and returns as soon as it
+    /// is sent. `fds[N]` is the open file that `"fd": N` of the submission or a problem file
+    /// reads (at most [`MAX_FDS`], each named by the request); they are closed here once sent.
+    /// The [`JudgeHandle`] yields each test's result as it finishes, then the verdict.
+    pub async fn start_judge(&self, request: &JudgeRequest, fds: Vec<OwnedFd>) -> Result<JudgeHandle, Error> {
+        Ok(JudgeHandle { stream: self.start_streaming("judge", request, fds)? })
+    }
+
+    /// Judges to the end, calling `on_test` with each test's result as it arrives (in test
+    /// order).
+    pub async fn judge(
+        &self,
+        request: &JudgeRequest,
+        fds: Vec<OwnedFd>,
+        mut on_test: impl FnMut(TestResult),
+    ) -> Result<JudgeResult, Error> {
+        let mut judging = self.start_judge(request, fds).await?;
+        while let Some(test) = judging.next_test().await? {
+            on_test(test);
+        }
+        judging.finish().await
+    }
+
     fn start_streaming(
         &self,
         method: &'static str,
         request: &impl Serialize,
         fds: Vec<OwnedFd>,
-    ) -> Result<RunHandle, Error> {
+    ) -> Result<EventStream, Error> {
         let params = serde_json::to_value(request)
             .map_err(|e| Error::Protocol(format!("cannot encode the {method} request: {e}")))?;
         let (id, pending) = self.send(method, params, true, fds)?;
-        Ok(RunHandle {
+        Ok(EventStream {
             id,
             method,
             events: pending.events.unwrap_or_else(|| mpsc::unbounded_channel().1),
@@ -217,14 +241,45 @@ impl Drop for Client {
     }
 }
 
-/// One `run` or `evaluate` in progress: its events as they arrive, then its result.
-pub struct RunHandle {
+/// One streaming request in progress: its event objects as they arrive, then its response.
+struct EventStream {
     id: u64,
-    /// `run` or `evaluate`, for error messages.
+    /// `run`, `evaluate` or `judge`, for error messages.
     method: &'static str,
     events: mpsc::UnboundedReceiver<Box<RawValue>>,
     reply: oneshot::Receiver<Reply>,
     socket: PathBuf,
+}
+
+impl EventStream {
+    /// The next event whose type is one of `kinds`; events of other types are skipped.
+    async fn next(&mut self, kinds: &[&str]) -> Result<Option<RawEvent>, Error> {
+        #[derive(Deserialize)]
+        struct Tag {
+            #[serde(rename = "type")]
+            kind: Option<String>,
+        }
+        while let Some(json) = self.events.recv().await {
+            let kind = serde_json::from_str::<Tag>(json.get()).ok().and_then(|tag| tag.kind);
+            if !kind.is_some_and(|kind| kinds.contains(&kind.as_str())) {
+                continue;
+            }
+            return match serde_json::from_str(json.get()) {
+                Ok(event) => Ok(Some(RawEvent { event, json })),
+                Err(e) => Err(Error::Protocol(format!("segid sent an event segi-client cannot read ({e}): {json}"))),
+            };
+        }
+        Ok(None)
+    }
+
+    async fn finish<T: DeserializeOwned>(self) -> Result<T, Error> {
+        decode(wait(self.reply, &self.socket).await?, self.method)
+    }
+}
+
+/// One `run` or `evaluate` in progress: its events as they arrive, then its result.
+pub struct RunHandle {
+    stream: EventStream,
 }
 
 /// An event as read, with the object exactly as segid wrote it (e.g. to print it as is).
@@ -238,7 +293,7 @@ pub struct RawEvent {
 impl RunHandle {
     /// The request id, for [`Client::cancel`].
     pub fn id(&self) -> u64 {
-        self.id
+        self.stream.id
     }
 
     /// The next event, or `None` once the run has ended (then call [`RunHandle::finish`]):
@@ -250,27 +305,52 @@ impl RunHandle {
 
     /// [`RunHandle::next_event`], with the event's JSON exactly as segid sent it.
     pub async fn next_raw_event(&mut self) -> Result<Option<RawEvent>, Error> {
-        #[derive(Deserialize)]
-        struct Tag {
-            #[serde(rename = "type")]
-            kind: Option<String>,
-        }
-        while let Some(json) = self.events.recv().await {
-            let kind = serde_json::from_str::<Tag>(json.get()).ok().and_then(|tag| tag.kind);
-            if !matches!(kind.as_deref(), Some("stdout" | "stderr" | "text" | "data")) {
-                continue;
-            }
-            return match serde_json::from_str(json.get()) {
-                Ok(event) => Ok(Some(RawEvent { event, json })),
-                Err(e) => Err(Error::Protocol(format!("segid sent an event segi-client cannot read ({e}): {json}"))),
-            };
-        }
-        Ok(None)
+        self.stream.next(&["stdout", "stderr", "text", "data"]).await
     }
 
     /// Waits for the result (any event not read yet is dropped).
     pub async fn finish(self) -> Result<RunResult, Error> {
-        decode(wait(self.reply, &self.socket).await?, self.method)
+        self.stream.finish().await
+    }
+}
+
+/// One `judge` in progress: each test's result as it finishes (in test order), then the
+/// verdict of the master judge. Read the tests with [`JudgeHandle::next_test`] (or
+/// [`JudgeHandle::next_raw_event`] to see `queued` too, and the JSON as sent), then call
+/// [`JudgeHandle::finish`].
+pub struct JudgeHandle {
+    stream: EventStream,
+}
+
+impl JudgeHandle {
+    /// The request id, for [`Client::cancel`].
+    pub fn id(&self) -> u64 {
+        self.stream.id
+    }
+
+    /// The next test's result, or `None` once the judging has ended (then call
+    /// [`JudgeHandle::finish`]). Other events are skipped.
+    pub async fn next_test(&mut self) -> Result<Option<TestResult>, Error> {
+        while let Some(raw) = self.stream.next(&["test"]).await? {
+            if let Event::Test(test) = raw.event {
+                return Ok(Some(test));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The next event with its JSON exactly as segid sent it: [`Event::Test`], or
+    /// [`Event::Queued`] when every run slot is busy. Event types this client does not know
+    /// are skipped, so a newer daemon may add some.
+    pub async fn next_raw_event(&mut self) -> Result<Option<RawEvent>, Error> {
+        self.stream.next(&["test", "queued"]).await
+    }
+
+    /// Waits for the verdict (any event not read yet is dropped). A compilation error, a wrong
+    /// answer or a judge's internal error is a verdict, not an [`Error`]; a problem package
+    /// or language segid refuses is an [`Error::Rpc`] with code -32602.
+    pub async fn finish(self) -> Result<JudgeResult, Error> {
+        self.stream.finish().await
     }
 }
 
@@ -356,6 +436,7 @@ async fn read_answers(socket: OwnedReadHalf, router: Router) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use segi_proto::judge::Status;
     use segi_proto::Payload;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -727,5 +808,106 @@ mod tests {
         let fds: Vec<OwnedFd> = (0..=MAX_FDS).map(|_| OwnedFd::from(file.try_clone().unwrap())).collect();
         let error = client.start_evaluate(&evaluate_request(), fds).await.err().unwrap();
         assert!(matches!(error, Error::TooManyDescriptors { count: 65, limit: 64 }), "{error:?}");
+    }
+
+    fn judge_request() -> JudgeRequest {
+        serde_json::from_value(json!({
+            "problem": [
+                {"path": "problem.toml", "content": {"text": "time_limit = \"1s\"\n"}},
+                {"path": "tests/0.in", "content": {"text": "1 2\n"}},
+            ],
+            "submission": {"filename": "sol.c", "fd": 0},
+            "language": "c",
+        }))
+        .unwrap()
+    }
+
+    fn test_event(test: usize, status: &str) -> Value {
+        json!({"type": "test", "test": test, "status": status, "score": 0.0, "signal": 0, "time": 0.01, "memory": 1234})
+    }
+
+    #[tokio::test]
+    async fn judge_streams_tests_then_the_verdict() {
+        let (client, mut daemon) = pair();
+        let judging = tokio::spawn(async move {
+            let mut tests = Vec::new();
+            let result = client.judge(&judge_request(), Vec::new(), |test| tests.push(test)).await;
+            (result, tests)
+        });
+        let request = daemon.receive().await;
+        assert_eq!(request["method"], "judge");
+        assert_eq!(request["params"], serde_json::to_value(judge_request()).unwrap());
+        assert_eq!(request["params"]["submission"], json!({"filename": "sol.c", "fd": 0}));
+        let id = request["id"].clone();
+        let event = |event: Value| json!({"jsonrpc": "2.0", "method": "event", "params": {"id": id, "event": event}});
+        daemon.say(event(json!({"type": "queued", "ahead": 0}))).await;
+        daemon.say(event(test_event(0, "AC"))).await;
+        daemon.say(event(json!({"type": "stdout", "text": "not for a judge"}))).await;
+        daemon.say(event(json!({"type": "compiling"}))).await;
+        let mut wa = test_event(1, "WA");
+        wa["info"] = json!("expected 3");
+        daemon.say(event(wa.clone())).await;
+        daemon
+            .say(json!({"jsonrpc": "2.0", "id": id, "result": {
+                "status": "WA", "score": 0.0, "signal": 0, "time": 0.02, "memory": 1234, "language": "c",
+                "tests": [test_event(0, "AC"), wa]}}))
+            .await;
+        let (result, tests) = judging.await.unwrap();
+        let result = result.unwrap();
+        assert_eq!(tests.iter().map(|t| (t.test, t.status)).collect::<Vec<_>>(), [(0, Status::AC), (1, Status::WA)]);
+        assert_eq!(tests[1].info.as_deref(), Some("expected 3"));
+        assert_eq!(result.status, Status::WA);
+        assert_eq!(result.language, "c");
+        assert_eq!(result.tests, tests);
+        assert_eq!(result.message, None);
+        assert_eq!(result.compilation, None);
+    }
+
+    #[tokio::test]
+    async fn judge_raw_events_and_refusals() {
+        let (client, mut daemon) = pair();
+        let mut judging = client.start_judge(&judge_request(), Vec::new()).await.unwrap();
+        let id = daemon.receive().await["id"].clone();
+        daemon
+            .say_raw(&format!(
+                r#"{{"jsonrpc":"2.0","method":"event","params":{{"id":{id},"event":{{"type":"queued","ahead":2}}}}}}"#
+            ))
+            .await;
+        let test = r#"{"type":"test","test":0,"status":"TLE","score":0.0,"signal":9,"time":1.01,"memory":512,"message":"cpu time limit of 1s"}"#;
+        daemon.say_raw(&format!(r#"{{"jsonrpc":"2.0","method":"event","params":{{"id":{id},"event":{test}}}}}"#)).await;
+        assert_eq!(judging.next_raw_event().await.unwrap().unwrap().event, Event::Queued { ahead: 2 });
+        let raw = judging.next_raw_event().await.unwrap().unwrap();
+        assert_eq!(raw.json.get(), test);
+        let Event::Test(result) = raw.event else { panic!("{:?}", raw.event) };
+        assert_eq!((result.status, result.signal, result.memory), (Status::TLE, 9, 512));
+        assert_eq!(result.message.as_deref(), Some("cpu time limit of 1s"));
+        // A test event that does not read as one is the daemon's mistake.
+        daemon.say(json!({"jsonrpc": "2.0", "method": "event", "params": {"id": id, "event": {"type": "test", "test": 1}}})).await;
+        let error = judging.next_test().await.unwrap_err();
+        assert!(error.to_string().contains("cannot read"), "{error}");
+        daemon
+            .say(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": "problem.toml: unknown test_judge \"x\""}}))
+            .await;
+        assert_eq!(judging.next_test().await.unwrap(), None);
+        let error = judging.finish().await.unwrap_err();
+        assert_eq!(error.rpc_code(), Some(-32602));
+        assert!(error.to_string().contains("unknown test_judge"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn judge_passes_the_submission_open() {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let client = Client::from_stream(UnixStream::from_std(ours).unwrap(), "/test/segid.sock");
+        let daemon = tokio::task::spawn_blocking(move || receive_lines_with_fds(theirs, 1));
+        let fds = vec![OwnedFd::from(scratch_file("judged.c", "int main() { return 0; }\n"))];
+        let _judging = client.start_judge(&judge_request(), fds).await.unwrap();
+        let lines = daemon.await.unwrap();
+        let (request, fds) = &lines[0];
+        assert_eq!(request["method"], "judge");
+        assert_eq!(request["params"]["submission"]["fd"], 0);
+        assert_eq!(fds.len(), 1);
+        let content = std::io::read_to_string(std::fs::File::from(fds[0].try_clone().unwrap())).unwrap();
+        assert_eq!(content, "int main() { return 0; }\n");
     }
 }

@@ -1,14 +1,16 @@
 //! A client for `segid`, the segi sandbox daemon (protocol: `docs/protocol.md`).
 //!
 //! - [`client`]: [`Client`], one connection that carries many requests at once, and
-//!   [`RunHandle`], one `run` or `evaluate` whose events stream in while it goes on. Requests
+//!   [`RunHandle`], one `run` or `evaluate` whose events stream in while it goes on, and
+//!   [`JudgeHandle`], one `judge` whose tests' results stream in while it goes on. Requests
 //!   may pass open files along (SCM_RIGHTS): [`Client::start_evaluate`],
-//!   [`Client::start_run_with_fds`].
+//!   [`Client::start_judge`], [`Client::start_run_with_fds`].
 //! - `router` (private): the table that hands each line the daemon sends to the request
 //!   it belongs to.
 //! - [`error`]: [`Error`], every way talking to the daemon can fail, worded for a person.
 //! - [`socket`]: where the daemon listens when nobody says ([`default_socket`]).
-//! - [`report`]: what a finished run means to a shell: the exit status and the one-line summary.
+//! - [`report`]: what a finished run or judging means to a shell: the exit status and the
+//!   lines people read.
 //!
 //! The wire types themselves (requests, events, results) live in [`segi_proto`].
 //!
@@ -46,6 +48,6 @@ pub mod report;
 mod router;
 pub mod socket;
 
-pub use client::{Client, Pong, RawEvent, RunHandle};
+pub use client::{Client, JudgeHandle, Pong, RawEvent, RunHandle};
 pub use error::Error;
 pub use socket::default_socket;

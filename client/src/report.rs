@@ -1,5 +1,7 @@
-//! What a finished run means to a shell: the client's exit status and the one-line summary.
+//! What a finished run or judging means to a shell: the client's exit status, and the lines
+//! people read (the one-line summary of a run; a judging's lines per test and verdict).
 
+use segi_proto::judge::{JudgeResult, Status, TestResult};
 use segi_proto::run::LimitKind;
 use segi_proto::units::HumanSize;
 use segi_proto::{RunResult, Verdict};
@@ -10,6 +12,10 @@ pub const CLIENT_FAILURE: u8 = 125;
 pub const INTERRUPTED: u8 = 130;
 /// The status of a run stopped by a limit that reported no signal: as if SIGKILLed.
 pub const STOPPED_BY_LIMIT: u8 = 128 + 9;
+/// `judge`: the submission earned a verdict other than AC (WA, TLE, RE, MLE, OLE, CE).
+pub const REJECTED: u8 = 1;
+/// `judge`: the verdict is IE, a judge's or the sandbox's failure (never the submission's).
+pub const JUDGE_FAILURE: u8 = 2;
 
 /// The exit status `segi-client run` ends with: the program's exit code if it exited,
 /// 128+N if it was killed by signal N, [`CLIENT_FAILURE`] if the sandbox failed.
@@ -70,6 +76,73 @@ pub fn limit_name(limit: LimitKind) -> &'static str {
         LimitKind::FileSize => "file_size",
         LimitKind::Processes => "processes",
     }
+}
+
+/// The exit status `segi-client judge` ends with: 0 for AC, [`REJECTED`] for any other
+/// verdict the submission earned, [`JUDGE_FAILURE`] for IE.
+pub fn judge_exit_status(status: Status) -> u8 {
+    match status {
+        Status::AC => 0,
+        Status::WA | Status::TLE | Status::RE | Status::MLE | Status::OLE | Status::CE => REJECTED,
+        Status::IE => JUDGE_FAILURE,
+    }
+}
+
+/// One test's line, e.g. `test 0 - AC (score=0.00, sig=0, time=0.01, mem=1234)` (time in
+/// seconds, memory in KiB), followed by a line `  info: ...` for each line of the test case
+/// judge's `info` and `  message: ...` for each line of the `message`.
+pub fn test_lines(test: &TestResult) -> String {
+    let mut text =
+        format!("test {} - {}\n", test.test, figures(test.status, test.score, test.signal, test.time, test.memory));
+    if let Some(info) = &test.info {
+        text += &labelled("info", info);
+    }
+    if let Some(message) = &test.message {
+        text += &labelled("message", message);
+    }
+    text
+}
+
+/// The verdict's line, e.g. `WA (score=0.00, sig=0, time=0.03, mem=1234)`.
+pub fn verdict_line(result: &JudgeResult) -> String {
+    figures(result.status, result.score, result.signal, result.time, result.memory)
+}
+
+fn figures(status: Status, score: f64, signal: i32, time: f64, memory: u64) -> String {
+    let (score, time) = (two_decimals(score), two_decimals(time));
+    format!("{status} (score={score}, sig={signal}, time={time}, mem={memory})")
+}
+
+/// `{:.2}`, except that a value that rounds to zero is `0.00`, never `-0.00` (an empty sum of
+/// floats is -0.0).
+fn two_decimals(value: f64) -> String {
+    let text = format!("{value:.2}");
+    match text.strip_prefix('-') {
+        Some(rest) if rest.bytes().all(|b| matches!(b, b'0' | b'.')) => rest.to_owned(),
+        _ => text,
+    }
+}
+
+/// `  LABEL: LINE` for each line of `text` (trailing blank lines left out), with control
+/// characters escaped so that a judge's output cannot drive the terminal.
+fn labelled(label: &str, text: &str) -> String {
+    let mut out = String::new();
+    for line in text.trim_end().lines() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        out += &format!("  {label}:");
+        if !line.is_empty() {
+            out.push(' ');
+            for c in line.chars() {
+                match c {
+                    '\t' => out.push(c),
+                    c if c.is_control() => out.extend(c.escape_default()),
+                    c => out.push(c),
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out
 }
 
 #[cfg(test)]
@@ -135,5 +208,62 @@ mod tests {
         let mut ie = result(Verdict::IE, None, None);
         ie.message = Some("cannot create the cgroup".into());
         assert_eq!(summary_line(&ie), "segi: IE cpu=1.003s wall=1.004s memory=1.2MiB (cannot create the cgroup)");
+    }
+
+    fn test_result(test: usize, status: Status) -> TestResult {
+        TestResult { test, status, score: 10.0, signal: 0, time: 0.567, memory: 8096, info: None, message: None }
+    }
+
+    #[test]
+    fn test_lines_have_the_report_form() {
+        assert_eq!(test_lines(&test_result(0, Status::AC)), "test 0 - AC (score=10.00, sig=0, time=0.57, mem=8096)\n");
+        let mut re = test_result(12, Status::RE);
+        (re.score, re.signal, re.time) = (0.0, 11, 0.004);
+        assert_eq!(test_lines(&re), "test 12 - RE (score=0.00, sig=11, time=0.00, mem=8096)\n");
+    }
+
+    #[test]
+    fn info_and_message_follow_indented() {
+        let mut wa = test_result(3, Status::WA);
+        wa.info = Some("f(x) = 3.2e-9\r\n\nexpected 0\x1b[31m\ttab\n\n".into());
+        wa.message = Some("the judge said so".into());
+        assert_eq!(
+            test_lines(&wa),
+            "test 3 - WA (score=10.00, sig=0, time=0.57, mem=8096)\n  info: f(x) = 3.2e-9\n  info:\n  \
+             info: expected 0\\u{1b}[31m\ttab\n  message: the judge said so\n"
+        );
+        wa.info = Some(" \n".into());
+        wa.message = None;
+        assert_eq!(test_lines(&wa), "test 3 - WA (score=10.00, sig=0, time=0.57, mem=8096)\n");
+    }
+
+    #[test]
+    fn verdicts_and_their_exit_status() {
+        let result = JudgeResult {
+            status: Status::AC,
+            score: 100.0 / 3.0,
+            signal: 0,
+            time: 1.005,
+            memory: 12_345,
+            language: "c".into(),
+            tests: Vec::new(),
+            message: None,
+            compilation: None,
+        };
+        assert_eq!(verdict_line(&result), "AC (score=33.33, sig=0, time=1.00, mem=12345)");
+        assert_eq!(judge_exit_status(Status::AC), 0);
+        for status in [Status::WA, Status::TLE, Status::RE, Status::MLE, Status::OLE, Status::CE] {
+            assert_eq!(judge_exit_status(status), 1, "{status}");
+        }
+        assert_eq!(judge_exit_status(Status::IE), 2);
+    }
+
+    #[test]
+    fn no_negative_zero() {
+        assert_eq!(two_decimals(-0.0), "0.00");
+        assert_eq!(two_decimals(-0.004), "0.00");
+        assert_eq!(two_decimals(-0.005_1), "-0.01");
+        assert_eq!(two_decimals(-12.5), "-12.50");
+        assert_eq!(two_decimals(f64::NAN), "NaN");
     }
 }

@@ -59,6 +59,8 @@ impl Effective {
 #[derive(Debug, Default)]
 pub struct Policies {
     pub by_name: BTreeMap<String, Arc<Policy>>,
+    /// `languages.toml` of the same directory (empty when there is none): for `judge`.
+    pub languages: Arc<crate::judging::languages::Languages>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -172,6 +174,12 @@ impl Policies {
                 continue;
             }
             let name = path.file_stem().and_then(|s| s.to_str()).unwrap_or_default().to_string();
+            if name == "languages" {
+                let languages = crate::judging::languages::Languages::load(&path)
+                    .map_err(|message| PolicyError::Invalid { path: path.clone(), message })?;
+                policies.languages = Arc::new(languages);
+                continue;
+            }
             let policy = load_one(dir, &path, name.clone(), &mut compiled)?;
             policies.by_name.insert(name, Arc::new(policy));
         }

@@ -96,6 +96,8 @@ pub enum Event {
     Data {
         payload: Data,
     },
+    /// `judge`: a test's result, sent in test order as the tests finish.
+    Test(crate::judge::TestResult),
 }
 
 /// A data event's payload: any JSON value, kept as the evaluator's own text (validated, not

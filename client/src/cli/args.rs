@@ -11,10 +11,13 @@ Examples:
   segi-client ping
   segi-client run --time 1s --memory 256M -- sh -c 'echo hi'
   segi-client evaluate --problem examples/sum --submission source=examples/sum/submissions/correct.c -- python3 evaluator.py
+  segi-client judge --problem examples/problems/sum --submission examples/problems/sum/solutions/ac.c
   segi-client help run
 
 Exit status of `run` and `evaluate`: the program's exit code if it exited, 128+N if it was
-killed by signal N (a limit included), 125 if segi-client or segid failed.";
+killed by signal N (a limit included), 125 if segi-client or segid failed.
+Exit status of `judge`: 0 for AC, 1 for any other verdict of the submission (WA, TLE, RE,
+MLE, OLE, CE), 2 for IE, 125 if segi-client or segid failed.";
 
 const PING_HELP: &str = "\
 Prints `pong (segid VERSION)`, or with --json the answer as one JSON line.
@@ -99,6 +102,47 @@ Example:
   Score: 100/100 (6/6 cases correct)
   segi: OK cpu=0.119s wall=0.118s memory=12.1MiB exit=0";
 
+const JUDGE_HELP: &str = "\
+Judges a submission on a problem package, the way Sphere Engine does: the submission is
+compiled (if its language compiles) and run on each test, a test case judge gives each test a
+status and a score, and the master judge turns them into the verdict.
+
+--problem DIR is the package: problem.toml (limits and judges), tests/0.in, tests/0.out,
+tests/1.in, ... and any judge sources; segi-client sends every file under DIR (a top-level .git
+left out; symlinks only to files or directories inside DIR). --submission FILE is the source:
+segi-client opens it itself (a regular file) and passes the open file to segid. Its language is
+--language L (a language of segid's languages.toml, e.g. c, cpp, python3), or else chosen by
+segid from FILE's extension.
+
+Without --json, each test's line is printed as the test finishes, then the verdict's line, on
+stdout:
+  test N - STATUS (score=SCORE, sig=SIGNAL, time=SECONDS, mem=KIB)
+(SECONDS of CPU time, peak memory in KiB), with a line `  info: ...` under a test for each
+line its test case judge wrote for the user, and `  message: ...` for each line of segid's
+note on it (the reason for an IE, or which limit was hit). Before the verdict's line, stderr
+gets the compiler's output after a compilation error (CE), or the reason for an IE
+(`segi: internal error: ...`).
+With --json, stdout carries only JSON Lines: each test event as segid sent it
+({\"type\":\"test\",\"test\":0,\"status\":\"AC\",...}), then the result object
+(status, score, signal, time, memory, language, tests, message, compilation).
+
+STATUS is one of AC (accepted), WA (wrong answer), TLE (time limit), RE (runtime error: a
+non-zero exit or a signal), MLE (memory limit), OLE (output limit), CE (compilation error),
+IE (internal error: a judge or the sandbox failed, never the submission's fault).
+
+Exit status: 0 if the verdict is AC; 1 for any other verdict the submission earned (WA, TLE,
+RE, MLE, OLE, CE); 2 for IE; 125 if segi-client or segid failed (connection, usage, a problem
+package or language segid refuses); 130 if interrupted (Ctrl-C cancels the judging).
+
+Example:
+  $ segi-client judge --problem examples/problems/sum \\
+        --submission examples/problems/sum/solutions/ac.c
+  test 0 - AC (score=0.00, sig=0, time=0.00, mem=572)
+  test 1 - AC (score=0.00, sig=0, time=0.00, mem=528)
+  ...
+  test 4 - AC (score=0.00, sig=0, time=0.00, mem=580)
+  AC (score=0.00, sig=0, time=0.01, mem=580)";
+
 /// Talks to segid, the segi sandbox daemon.
 #[derive(Debug, Parser)]
 #[command(name = "segi-client", version, after_help = TOP_HELP)]
@@ -132,6 +176,9 @@ pub enum Command {
     /// Evaluates a submission with a SEGI evaluator in a fresh sandbox
     #[command(after_help = EVALUATE_HELP)]
     Evaluate(EvaluateArgs),
+    /// Judges a submission on a problem package (tests, test case judges, a master judge)
+    #[command(after_help = JUDGE_HELP)]
+    Judge(JudgeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -189,6 +236,21 @@ pub struct EvaluateArgs {
     /// The evaluator and its arguments (after `--`)
     #[arg(value_name = "EVALUATOR", required = true, trailing_var_arg = true, allow_hyphen_values = true)]
     pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct JudgeArgs {
+    /// The problem package: problem.toml, tests/N.in, tests/N.out, judge sources
+    #[arg(long, value_name = "DIR")]
+    pub problem: PathBuf,
+
+    /// The source file to judge
+    #[arg(long, value_name = "FILE")]
+    pub submission: PathBuf,
+
+    /// The submission's language (c, cpp, python3, ...) [default: by FILE's extension]
+    #[arg(long, value_name = "L")]
+    pub language: Option<String>,
 }
 
 /// The limit flags `run` and `evaluate` share.
@@ -432,7 +494,7 @@ mod tests {
     fn every_subcommand_has_an_example() {
         use clap::CommandFactory;
         let mut command = Cli::command();
-        for name in ["ping", "capabilities", "run", "evaluate"] {
+        for name in ["ping", "capabilities", "run", "evaluate", "judge"] {
             let help = command.find_subcommand_mut(name).unwrap().render_long_help().to_string();
             assert!(help.contains("Example:"), "{name}: {help}");
             assert!(help.contains(&format!("segi-client {name}")), "{name}: {help}");
@@ -500,5 +562,23 @@ mod tests {
         let message = usage_error(&["evaluate", "--wall-time", "later", "--", "x"]);
         assert!(message.contains("--wall-time") && message.contains("500ms"), "{message}");
         assert!(parse(&["evaluate", "--problem", "p"]).is_err());
+    }
+
+    #[test]
+    fn the_judge_line() {
+        let cli = parse(&["judge", "--problem", "p", "--submission", "s.c", "--language", "c", "--json"]).unwrap();
+        assert!(cli.json);
+        match cli.command {
+            Command::Judge(args) => {
+                assert_eq!(args.problem, PathBuf::from("p"));
+                assert_eq!(args.submission, PathBuf::from("s.c"));
+                assert_eq!(args.language.as_deref(), Some("c"));
+            }
+            other => panic!("parsed as {other:?}"),
+        }
+        let message = usage_error(&["judge", "--problem", "p"]);
+        assert!(message.contains("--submission"), "{message}");
+        let message = usage_error(&["judge", "--submission", "s.c"]);
+        assert!(message.contains("--problem"), "{message}");
     }
 }

@@ -4,6 +4,8 @@
 pub mod args;
 mod evaluate;
 mod info;
+mod judge;
+mod problem_dir;
 mod run;
 
 use std::path::PathBuf;
@@ -26,6 +28,7 @@ pub fn main(cli: Cli) -> anyhow::Result<u8> {
             Command::Capabilities => info::capabilities(&connect(socket).await?, json).await,
             Command::Run(args) => run::run(socket, json, args).await,
             Command::Evaluate(args) => evaluate::evaluate(socket, json, args).await,
+            Command::Judge(args) => judge::judge(socket, json, args).await,
         }
     })
 }

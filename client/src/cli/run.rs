@@ -34,8 +34,8 @@ pub async fn run(socket: Option<PathBuf>, json: bool, args: RunArgs) -> anyhow::
                 Some(event) => show_event(&event, json)?,
                 None => break,
             },
-            _ = interrupt.recv() => return cancel(&client, run.id(), &mut interrupt, &mut terminate).await,
-            _ = terminate.recv() => return cancel(&client, run.id(), &mut interrupt, &mut terminate).await,
+            _ = interrupt.recv() => return cancel(&client, run.id(), "run", &mut interrupt, &mut terminate).await,
+            _ = terminate.recv() => return cancel(&client, run.id(), "run", &mut interrupt, &mut terminate).await,
         }
     }
     let mut result = run.finish().await?;
@@ -53,14 +53,16 @@ pub async fn run(socket: Option<PathBuf>, json: bool, args: RunArgs) -> anyhow::
     Ok(exit_status(&result))
 }
 
-/// Asks segid to stop the run and waits (briefly) for its answer; a second signal leaves at once.
+/// Asks segid to stop the request `id` (`what` names it: "run", "evaluation", "judging") and
+/// waits (briefly) for its answer; a second signal leaves at once.
 pub(super) async fn cancel(
     client: &Client,
     id: u64,
+    what: &str,
     interrupt: &mut tokio::signal::unix::Signal,
     terminate: &mut tokio::signal::unix::Signal,
 ) -> anyhow::Result<u8> {
-    eprintln!("segi: interrupted; cancelling the run");
+    eprintln!("segi: interrupted; cancelling the {what}");
     tokio::select! {
         _ = tokio::time::timeout(CANCEL_GRACE, client.cancel(id)) => {}
         _ = interrupt.recv() => {}
@@ -117,8 +119,8 @@ fn show_event(event: &Event, json: bool) -> anyhow::Result<()> {
             let line = format!("segi: queued: every run slot is busy, {ahead} other run(s) waiting ahead\n");
             return write_flushed(&mut std::io::stderr().lock(), line.as_bytes()).context("cannot write to stderr");
         }
-        // Only `evaluate` sends these.
-        Event::Text { .. } | Event::Data { .. } => return Ok(()),
+        // Only `evaluate` and `judge` send these.
+        Event::Text { .. } | Event::Data { .. } | Event::Test(_) => return Ok(()),
     };
     let bytes = payload.to_bytes().context("segid sent output that is not valid base64")?;
     let written = match to_stdout {

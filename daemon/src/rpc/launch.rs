@@ -37,7 +37,7 @@ pub struct Launch {
     pub build: BuildSpec,
 }
 
-fn refuse_when_stopping(ctx: &Context) -> Result<(), RpcError> {
+pub fn refuse_when_stopping(ctx: &Context) -> Result<(), RpcError> {
     match ctx.daemon.stopping.load(Ordering::SeqCst) {
         true => {
             Err(RpcError::new(jsonrpc::SHUTTING_DOWN, "segid is stopping and takes no new runs; retry once it is back"))
@@ -62,7 +62,7 @@ pub async fn start(ctx: &Context, id: Value, launch: Launch) {
 }
 
 /// The checks that need no I/O: shutdown, the policy's name, the id's uniqueness.
-fn register(ctx: &Context, id: &Value, policy: &str) -> Result<CancellationToken, RpcError> {
+pub fn register(ctx: &Context, id: &Value, policy: &str) -> Result<CancellationToken, RpcError> {
     refuse_when_stopping(ctx)?;
     let policies = ctx.daemon.policies();
     if policies.get(policy).is_none() {

@@ -1,0 +1,108 @@
+//! `judge`: a submission judged on a problem package (Sphere Engine's model). Each test's
+//! result streams as a `test` event in test order; the response is the final verdict.
+
+use std::collections::BTreeMap;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+use segi_proto::jsonrpc::{Response, RpcError};
+use segi_proto::judge::JudgeRequest;
+use segi_proto::{jsonrpc, Event};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::judging::engine::Engine;
+use crate::judging::problem::Problem;
+use crate::judging::sphere::{self, Submission};
+use crate::rpc::connection::Context;
+use crate::rpc::launch;
+use crate::run::passed;
+use crate::run::request::{check_relative_path, file_bytes, normalize};
+
+/// Most bytes a problem package and submission may bring in all.
+const MAX_PACKAGE: u64 = 1 << 30;
+
+pub async fn start(ctx: &Context, id: Value, params: Value, fds: Vec<OwnedFd>) {
+    let req: JudgeRequest = match super::parse_params(params) {
+        Ok(req) => req,
+        Err(error) => return ctx.reply(Response::failure(id, error)).await,
+    };
+    let cancel = match launch::register(ctx, &id, "default") {
+        Ok(cancel) => cancel,
+        Err(error) => return ctx.reply(Response::failure(id, error)).await,
+    };
+    let ctx = ctx.clone();
+    tokio::spawn(async move {
+        let key = id.to_string();
+        let response = match judge(&ctx, &id, req, fds, cancel.clone()).await {
+            Ok(value) if cancel.is_cancelled() => {
+                let mut error = RpcError::new(jsonrpc::CANCELLED, "the judging was cancelled");
+                error.data = Some(value);
+                Response::failure(id, error)
+            }
+            Ok(value) => Response::success(id, value),
+            Err(error) => Response::failure(id, error),
+        };
+        ctx.reply(response).await;
+        ctx.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+    });
+}
+
+async fn judge(
+    ctx: &Context,
+    id: &Value,
+    req: JudgeRequest,
+    fds: Vec<OwnedFd>,
+    cancel: CancellationToken,
+) -> Result<Value, RpcError> {
+    let named = req.problem.iter().filter_map(|f| f.fd).chain(req.submission.fd).collect();
+    let mut passed = passed::read(fds, named, MAX_PACKAGE).await.map_err(RpcError::invalid_params)?;
+    let filename = &req.submission.filename;
+    if filename.is_empty() || filename.contains(['/', '\0']) {
+        return Err(RpcError::invalid_params(format!("submission filename {filename:?} must be a basename")));
+    }
+    let source = file_bytes(req.submission.content.as_ref(), req.submission.fd, &mut passed, "the submission")
+        .map_err(RpcError::invalid_params)?;
+    let mut files = BTreeMap::new();
+    for file in &req.problem {
+        check_relative_path(&file.path, "the problem")
+            .map_err(|e| RpcError::invalid_params(format!("problem file {e}")))?;
+        let what = format!("problem file {:?}", file.path);
+        let bytes = file_bytes(file.content.as_ref(), file.fd, &mut passed, &what).map_err(RpcError::invalid_params)?;
+        if files.insert(normalize(&file.path), Arc::new(bytes)).is_some() {
+            return Err(RpcError::invalid_params(format!("problem file {:?} is given twice", file.path)));
+        }
+    }
+    let problem = Problem::from_files(&files).map_err(RpcError::invalid_params)?;
+    let policies = ctx.daemon.policies();
+    let languages = policies.languages.clone();
+    let (language, _) = languages.choose(req.language.as_deref(), filename).map_err(RpcError::invalid_params)?;
+    let submission =
+        Submission { filename: filename.clone(), source: Arc::new(source), language: language.to_string() };
+
+    let (events, mut incoming) = mpsc::channel::<Event>(16);
+    let outbox = ctx.outbox.clone();
+    let event_id = id.clone();
+    let forwarder = tokio::spawn(async move {
+        while let Some(event) = incoming.recv().await {
+            if outbox.send(jsonrpc::event_notification(&event_id, &event)).await.is_err() {
+                break;
+            }
+        }
+    });
+    let engine = Engine { daemon: ctx.daemon.clone(), cancel };
+    let result = sphere::judge(engine, Arc::new(problem), &languages, submission, events).await;
+    let _ = forwarder.await;
+    tracing::info!(
+        method = "judge",
+        peer_uid = ctx.peer_uid,
+        language = result.language,
+        status = %result.status,
+        score = result.score,
+        tests = result.tests.len(),
+        message = result.message.as_deref().map(|m| m.lines().next().unwrap_or_default()),
+        "judged"
+    );
+    serde_json::to_value(&result).map_err(|e| RpcError::internal(e.to_string()))
+}
