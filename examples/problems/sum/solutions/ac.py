@@ -1,0 +1,3 @@
+# Correct, in Python: integers never overflow.
+a, b = map(int, input().split())
+print(a + b)
