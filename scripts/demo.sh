@@ -100,5 +100,10 @@ step 0 "An evaluation: a correct C submission to examples/sum" \
 step 0 "An evaluation: a wrong Python submission" \
     evaluate --problem "$repo/examples/sum" --submission "source=$repo/examples/sum/submissions/wrong.py" \
     -- python3 evaluator.py
+# Judging: a problem package with a test case judge and a master judge (Sphere Engine's model).
+step 0 "Judging: A+B in C, accepted" \
+    judge --problem "$repo/examples/problems/sum" --submission "$repo/examples/problems/sum/solutions/ac.c"
+step 1 "Judging: an interactive problem, a solution that runs out of guesses (exit 1: not AC)" \
+    judge --problem "$repo/examples/problems/guess" --submission "$repo/examples/problems/guess/solutions/wa.py"
 
 printf '\n=== demo finished\n'
