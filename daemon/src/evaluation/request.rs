@@ -97,6 +97,7 @@ pub fn to_spec(request: EvaluateRequest, passed: &mut PassedFiles, markers: &Mar
         collect: Vec::new(),
         stdout: StdoutMode::Segi { begin: markers.begin.clone(), end: markers.end.clone() },
         wiring: Default::default(),
+        workspace: None,
     })
 }
 

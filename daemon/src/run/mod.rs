@@ -66,6 +66,7 @@ pub fn base_plan(daemon: &Daemon, policy: &Policy) -> SandboxPlan {
         files: Vec::new(),
         inputs: Vec::new(),
         cwd: "/box".into(),
+        workspace: None,
         stdin: false,
         stdout_given: false,
         extra_fds: Vec::new(),
@@ -275,11 +276,13 @@ async fn supervise(
             Err(e) => return fail(format!("stdin memfd: {e}")),
         },
     };
-    let files_fd =
-        match (!prepared.plan.files.is_empty()).then(|| channel::memfd_with(&prepared.file_bytes)).transpose() {
-            Ok(fd) => fd,
-            Err(e) => return fail(format!("files memfd: {e}")),
-        };
+    let files_fd = match (!prepared.plan.files.is_empty() || prepared.plan.workspace.is_some())
+        .then(|| channel::memfd_with(&prepared.file_bytes))
+        .transpose()
+    {
+        Ok(fd) => fd,
+        Err(e) => return fail(format!("files memfd: {e}")),
+    };
     let mut fds = vec![out_w.as_raw_fd(), err_w.as_raw_fd()];
     fds.extend(stdin_fd.as_ref().map(|f| f.as_raw_fd()));
     fds.extend(files_fd.as_ref().map(|f| f.as_raw_fd()));

@@ -13,7 +13,7 @@ use segi_proto::{Limits, Payload, RunRequest};
 
 use super::passed::PassedFiles;
 use crate::policy::{Effective, Policy};
-use crate::sandbox::messages::{Area, FileEntry, RlimitPlan, SandboxPlan};
+use crate::sandbox::messages::{Area, FileEntry, RlimitPlan, SandboxPlan, WorkspacePlan};
 
 /// Most files one request may place in the box.
 const MAX_FILES: usize = 1024;
@@ -68,6 +68,8 @@ pub struct Spec {
     pub collect: Vec<String>,
     pub stdout: StdoutMode,
     pub wiring: Wiring,
+    /// A tar archive to unpack as `/workspace` (program graders).
+    pub workspace: Option<Vec<u8>>,
 }
 
 /// A checked request, ready to run.
@@ -174,6 +176,7 @@ pub fn from_run(request: RunRequest, passed: &mut PassedFiles) -> Result<Spec, S
         collect: request.collect,
         stdout: StdoutMode::Raw,
         wiring: Wiring::default(),
+        workspace: None,
     })
 }
 
@@ -224,12 +227,15 @@ pub fn prepare(spec: Spec, policy: Arc<Policy>, base: SandboxPlan) -> Result<Pre
         });
         file_bytes.extend_from_slice(&file.bytes);
     }
-    if file_bytes.len() as u64 > policy.box_size {
-        return Err(format!(
-            "files total {} bytes, more than the box holds ({} bytes)",
-            file_bytes.len(),
-            policy.box_size
-        ));
+    let workspace = spec.workspace.map(|archive| {
+        let archive_len = archive.len() as u64;
+        file_bytes.extend_from_slice(&archive);
+        // The unpacked files take no more than the archive; the box size is room for changes.
+        WorkspacePlan { archive_len, size: archive_len + policy.box_size }
+    });
+    let files_total = file_bytes.len() as u64 - workspace.as_ref().map_or(0, |w| w.archive_len);
+    if files_total > policy.box_size {
+        return Err(format!("files total {} bytes, more than the box holds ({} bytes)", files_total, policy.box_size));
     }
     let mut targets = std::collections::BTreeSet::new();
     for (target, _) in &spec.wiring.extra {
@@ -245,6 +251,7 @@ pub fn prepare(spec: Spec, policy: Arc<Policy>, base: SandboxPlan) -> Result<Pre
         files,
         inputs: spec.inputs,
         cwd: spec.cwd,
+        workspace,
         stdin: spec.stdin.is_some() || spec.wiring.stdin.is_some(),
         stdout_given: spec.wiring.stdout.is_some(),
         rlimits: RlimitPlan {

@@ -90,7 +90,7 @@ fn serve(chan: RawFd) -> Result<(), ChannelError> {
         return Err(ChannelError::Malformed("Start without stdout and stderr".into()));
     };
     let stdin = if plan.stdin { fds.next() } else { None };
-    let files = if plan.files.is_empty() { None } else { fds.next() };
+    let files = if plan.files.is_empty() && plan.workspace.is_none() { None } else { fds.next() };
     let extra: Vec<OwnedFd> = fds.by_ref().take(plan.extra_fds.len()).collect();
     if extra.len() != plan.extra_fds.len() {
         return Err(ChannelError::Malformed("Start without its extra descriptors".into()));
@@ -200,7 +200,13 @@ fn setup(
         rootfs::seal_input(area)?;
     }
     let inputs: Vec<&str> = plan.inputs.iter().map(|a| a.dir()).collect();
-    let ruleset = landlock::allow_read(ruleset, &inputs, plan.root.landlock_abi)?;
+    let mut ruleset = landlock::allow_read(ruleset, &inputs, plan.root.landlock_abi)?;
+    if let (Some(workspace), Some(files)) = (&plan.workspace, &stdio.files) {
+        // The archive follows the files in the memfd, whose offset place_files left there.
+        let source = std::fs::File::from(files.try_clone().map_err(|e| SetupError::new("workspace", e.to_string()))?);
+        rootfs::mount_workspace(source.take(workspace.archive_len), workspace.size, plan.root.inside_id)?;
+        ruleset = landlock::allow_all(ruleset, &[rootfs::WORKSPACE], plan.root.landlock_abi)?;
+    }
     nix::unistd::chdir(&plan.cwd).map_err(|e| SetupError::new("working directory", e.to_string()))?;
     mark("cgroup namespace, files");
     credentials::drop_all()?;

@@ -75,6 +75,20 @@ pub fn allow_read(
     ruleset.add_rules(path_beneath_rules(dirs, read)).map(Some).map_err(fail)
 }
 
+/// Adds every right on directories mounted after the ruleset was built (a grader's
+/// workspace), for the same reason as [`allow_read`].
+pub fn allow_all(
+    ruleset: Option<RulesetCreated>,
+    dirs: &[&str],
+    abi: u32,
+) -> Result<Option<RulesetCreated>, SetupError> {
+    let Some(ruleset) = ruleset else {
+        return Ok(None);
+    };
+    let all = AccessFs::from_all(ABI::from(abi as i32));
+    ruleset.add_rules(path_beneath_rules(dirs, all)).map(Some).map_err(fail)
+}
+
 /// Restricts the calling process (and what it forks) with `ruleset`.
 pub fn enforce(ruleset: Option<RulesetCreated>) -> Result<(), SetupError> {
     let Some(ruleset) = ruleset else {

@@ -38,6 +38,9 @@ pub struct SandboxPlan {
     pub inputs: Vec<Area>,
     /// The program's working directory.
     pub cwd: PathBuf,
+    /// A workspace for `/workspace`: a tar archive of this many bytes follows the files in the
+    /// files memfd; it is unpacked as the read-only lower layer of a private overlay.
+    pub workspace: Option<WorkspacePlan>,
     pub stdin: bool,
     /// The daemon passes the program's stdout (judging) instead of a pipe of its own; it is
     /// still the second descriptor of `Start`.
@@ -58,6 +61,15 @@ pub struct FileEntry {
     pub executable: bool,
 }
 
+/// How `/workspace` is made.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkspacePlan {
+    /// Bytes of the tar archive in the files memfd, after the files.
+    pub archive_len: u64,
+    /// Size of the tmpfs holding the unpacked archive and the program's changes.
+    pub size: u64,
+}
+
 /// Where a file of the plan goes. Every root has the mount points; an input directory is
 /// mounted (a small tmpfs, read-only once filled) only when the plan lists it in `inputs`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -68,16 +80,19 @@ pub enum Area {
     Submission,
     /// `/problem`: an evaluation's problem directory, read-only.
     Problem,
+    /// `/grader`: a program grader's input, read-only.
+    Grader,
 }
 
 impl Area {
-    pub const INPUTS: [Area; 2] = [Area::Submission, Area::Problem];
+    pub const INPUTS: [Area; 3] = [Area::Submission, Area::Problem, Area::Grader];
 
     pub fn dir(self) -> &'static str {
         match self {
             Area::Box => "/box",
             Area::Submission => "/submission",
             Area::Problem => "/problem",
+            Area::Grader => "/grader",
         }
     }
 }
@@ -101,7 +116,8 @@ pub enum ToInit {
     /// Build the root now, ahead of the request; `Start` follows with the same root.
     Prepare(Box<RootPlan>),
     /// Build the sandbox and start. fds: stdout, stderr, then stdin if `plan.stdin`, then the
-    /// files memfd if `plan.files` is not empty, then one per `plan.extra_fds`.
+    /// files memfd if `plan.files` is not empty or there is a workspace, then one per
+    /// `plan.extra_fds`.
     Start(Box<SandboxPlan>),
     /// Kill every process of the run now (a limit, a cancel).
     Kill,

@@ -103,9 +103,9 @@ pub fn build(plan: &RootPlan, sources: Vec<Source>) -> Result<(), SetupError> {
     mount_dev(root)?;
     mount_tmpfs(root, "box", plan.box_size, &format!("mode=0755,uid={0},gid={0}", plan.inside_id))?;
     mount_tmpfs(root, "tmp", plan.tmp_size, "mode=1777")?;
-    // Mount points only: an evaluation mounts its read-only inputs on them at start.
-    for area in Area::INPUTS {
-        let target = root.join(area.dir().trim_start_matches('/'));
+    // Mount points only: evaluations and graders mount their inputs on them at start.
+    for dir in Area::INPUTS.iter().map(|a| a.dir()).chain([WORKSPACE]) {
+        let target = root.join(dir.trim_start_matches('/'));
         std::fs::DirBuilder::new().mode(0o755).create(target).map_err(io_step("create an input mount point"))?;
     }
     Ok(())
@@ -126,6 +126,69 @@ pub fn mount_input(area: Area, bytes: u64, entries: usize, inside_id: u32) -> Re
         Some(format!("size={size},nr_inodes={inodes},mode=0755,uid={inside_id},gid={inside_id}").as_str()),
     )
     .map_err(step("mount an input directory"))
+}
+
+/// Where a grader's workspace appears.
+pub const WORKSPACE: &str = "/workspace";
+
+/// Builds `/workspace` (after pivot_root): a tmpfs of `size` bytes holding the unpacked
+/// `archive` as a read-only lower layer and a private upper layer, joined by an overlay at
+/// `/workspace` itself. The program may change anything it sees; the lower layer, hidden
+/// under the overlay, stays as the archive had it. Only regular files, directories, symlinks
+/// and hard links are unpacked; paths that would leave the lower layer are refused (the tar
+/// crate's `unpack_in`).
+pub fn mount_workspace(archive: impl std::io::Read, size: u64, inside_id: u32) -> Result<(), SetupError> {
+    mount(
+        Some("segi-workspace"),
+        WORKSPACE,
+        Some("tmpfs"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some(format!("size={size},nr_inodes=1048576,mode=0755,uid={inside_id},gid={inside_id}").as_str()),
+    )
+    .map_err(step("mount the workspace tmpfs"))?;
+    let layer = |name: &str| Path::new(WORKSPACE).join(name);
+    for name in [".lower", ".upper", ".work"] {
+        std::fs::DirBuilder::new().mode(0o755).create(layer(name)).map_err(io_step("create a workspace layer"))?;
+    }
+    unpack(archive, &layer(".lower"))?;
+    // The lower layer read-only: a bind of it onto itself, then the attribute.
+    mount(Some(&layer(".lower")), &layer(".lower"), None::<&str>, MsFlags::MS_BIND, None::<&str>)
+        .map_err(step("bind the workspace's lower layer"))?;
+    setattr(&layer(".lower"), MOUNT_ATTR_RDONLY, false).map_err(step("make the lower layer read-only"))?;
+    // userxattr: overlay's own metadata goes to user.* xattrs, the only ones a user namespace
+    // may write (tmpfs has them).
+    let options = format!(
+        "lowerdir={},upperdir={},workdir={},userxattr",
+        layer(".lower").display(),
+        layer(".upper").display(),
+        layer(".work").display()
+    );
+    mount(
+        Some("segi-workspace"),
+        WORKSPACE,
+        Some("overlay"),
+        MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+        Some(options.as_str()),
+    )
+    .map_err(step("mount the workspace overlay"))
+}
+
+fn unpack(archive: impl std::io::Read, into: &Path) -> Result<(), SetupError> {
+    let fail = |e: std::io::Error| SetupError::new("workspace archive", e.to_string());
+    let mut archive = tar::Archive::new(archive);
+    archive.set_preserve_permissions(false);
+    archive.set_unpack_xattrs(false);
+    for entry in archive.entries().map_err(fail)? {
+        let mut entry = entry.map_err(fail)?;
+        use tar::EntryType::*;
+        match entry.header().entry_type() {
+            Regular | Continuous | Directory | Symlink | Link | GNUSparse => {}
+            // Devices, fifos and the like have no place in a workspace.
+            _ => continue,
+        }
+        entry.unpack_in(into).map_err(fail)?;
+    }
+    Ok(())
 }
 
 /// Makes a filled input directory read-only: from here on not even its owner (the program's
