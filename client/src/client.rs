@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+use segi_proto::grade::{GradeRequest, GradeResult, GraderResult};
 use segi_proto::jsonrpc::Request;
 use segi_proto::judge::{JudgeRequest, JudgeResult, TestResult};
 use segi_proto::{Capabilities, EvaluateRequest, Event, RunRequest, RunResult, MAX_MESSAGE_BYTES};
@@ -168,6 +169,30 @@ impl Client {
         judging.finish().await
     }
 
+    /// Starts a `grade` (program graders on a workspace) and returns as soon as it is sent.
+    /// `fds[N]` is the open file that `"workspace": {"fd": N}` reads, a tar archive such as
+    /// [`crate::workspace::archive`] writes (at most [`MAX_FDS`]); they are closed here once
+    /// sent. The [`GradeHandle`] yields each grader's result as it finishes (in the order they
+    /// finish, with its index in the request), then all of them.
+    pub async fn start_grade(&self, request: &GradeRequest, fds: Vec<OwnedFd>) -> Result<GradeHandle, Error> {
+        Ok(GradeHandle { stream: self.start_streaming("grade", request, fds)? })
+    }
+
+    /// Grades to the end, calling `on_result` with each grader's index in the request and its
+    /// result as it finishes.
+    pub async fn grade(
+        &self,
+        request: &GradeRequest,
+        fds: Vec<OwnedFd>,
+        mut on_result: impl FnMut(usize, GraderResult),
+    ) -> Result<GradeResult, Error> {
+        let mut grading = self.start_grade(request, fds).await?;
+        while let Some((index, result)) = grading.next_result().await? {
+            on_result(index, result);
+        }
+        grading.finish().await
+    }
+
     fn start_streaming(
         &self,
         method: &'static str,
@@ -244,7 +269,7 @@ impl Drop for Client {
 /// One streaming request in progress: its event objects as they arrive, then its response.
 struct EventStream {
     id: u64,
-    /// `run`, `evaluate` or `judge`, for error messages.
+    /// `run`, `evaluate`, `judge` or `grade`, for error messages.
     method: &'static str,
     events: mpsc::UnboundedReceiver<Box<RawValue>>,
     reply: oneshot::Receiver<Reply>,
@@ -350,6 +375,49 @@ impl JudgeHandle {
     /// answer or a judge's internal error is a verdict, not an [`Error`]; a problem package
     /// or language segid refuses is an [`Error::Rpc`] with code -32602.
     pub async fn finish(self) -> Result<JudgeResult, Error> {
+        self.stream.finish().await
+    }
+}
+
+/// One `grade` in progress: each grader's result as it finishes (graders run in parallel, so
+/// in the order they finish, each with its index in the request), then all the results in the
+/// request's order. Read them with [`GradeHandle::next_result`] (or
+/// [`GradeHandle::next_raw_event`] to see `queued` too, and the JSON as sent), then call
+/// [`GradeHandle::finish`].
+pub struct GradeHandle {
+    stream: EventStream,
+}
+
+impl GradeHandle {
+    /// The request id, for [`Client::cancel`].
+    pub fn id(&self) -> u64 {
+        self.stream.id
+    }
+
+    /// The next grader to finish: its index in the request and its result; `None` once the
+    /// grading has ended (then call [`GradeHandle::finish`]). Other events are skipped.
+    pub async fn next_result(&mut self) -> Result<Option<(usize, GraderResult)>, Error> {
+        while let Some(raw) = self.stream.next(&["grader"]).await? {
+            if let Event::Grader(grader) = raw.event {
+                return Ok(Some((grader.index, grader.result)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The next event with its JSON exactly as segid sent it: [`Event::Grader`], or
+    /// [`Event::Queued`] when every run slot is busy. Event types this client does not know
+    /// are skipped, so a newer daemon may add some.
+    pub async fn next_raw_event(&mut self) -> Result<Option<RawEvent>, Error> {
+        self.stream.next(&["grader", "queued"]).await
+    }
+
+    /// Waits for every grader's result, in the request's order (any event not read yet is
+    /// dropped). A grader that fails, times out or cannot start is a result, not an
+    /// [`Error`]; a configuration segid refuses (a `sub_path` that leaves the workspace, a
+    /// reserved variable in `env`, an archive it cannot unpack) is an [`Error::Rpc`] with
+    /// code -32602.
+    pub async fn finish(self) -> Result<GradeResult, Error> {
         self.stream.finish().await
     }
 }
@@ -909,5 +977,143 @@ mod tests {
         assert_eq!(fds.len(), 1);
         let content = std::io::read_to_string(std::fs::File::from(fds[0].try_clone().unwrap())).unwrap();
         assert_eq!(content, "int main() { return 0; }\n");
+    }
+
+    fn grade_request() -> GradeRequest {
+        serde_json::from_value(json!({
+            "workspace": {"fd": 0},
+            "input": {"trajectory": {"events": []}},
+            "graders": [
+                {"program": "python3", "args": ["check.py"], "timeout": "60s"},
+                {"name": "lint", "program": "sh", "args": ["-c", "exit 1"], "shell": true},
+            ],
+        }))
+        .unwrap()
+    }
+
+    fn grader_result(name: &str, passed: bool) -> Value {
+        json!({
+            "name": name, "passed": passed, "score": if passed { 1.0 } else { 0.0 },
+            "message": if passed { "Grader exited successfully" } else { "Grader exited with exit code 1" },
+            "exit_code": if passed { 0 } else { 1 }, "cpu_time": 0.01, "wall_time": 0.02, "memory": 4096,
+        })
+    }
+
+    #[tokio::test]
+    async fn grade_streams_graders_as_they_finish_then_all() {
+        let (client, mut daemon) = pair();
+        let grading = tokio::spawn(async move {
+            let mut finished = Vec::new();
+            let result =
+                client.grade(&grade_request(), Vec::new(), |index, result| finished.push((index, result))).await;
+            (result, finished)
+        });
+        let request = daemon.receive().await;
+        assert_eq!(request["method"], "grade");
+        assert_eq!(
+            request["params"],
+            json!({
+                "workspace": {"fd": 0},
+                "input": {"trajectory": {"events": []}},
+                "graders": [
+                    {"program": "python3", "args": ["check.py"], "shell": false, "timeout": "60s"},
+                    {"name": "lint", "program": "sh", "args": ["-c", "exit 1"], "shell": true},
+                ],
+                "policy": "evaluator",
+            })
+        );
+        let id = request["id"].clone();
+        let event = |event: Value| json!({"jsonrpc": "2.0", "method": "event", "params": {"id": id, "event": event}});
+        daemon.say(event(json!({"type": "queued", "ahead": 1}))).await;
+        // The second grader finishes first.
+        daemon.say(event(json!({"type": "grader", "index": 1, "result": grader_result("lint", false)}))).await;
+        daemon.say(event(json!({"type": "stderr", "text": "not for a grading"}))).await;
+        daemon.say(event(json!({"type": "grader", "index": 0, "result": grader_result("program", true)}))).await;
+        daemon
+            .say(json!({"jsonrpc": "2.0", "id": id, "result": {
+                "passed": false, "results": [grader_result("program", true), grader_result("lint", false)]}}))
+            .await;
+        let (result, finished) = grading.await.unwrap();
+        let result = result.unwrap();
+        assert_eq!(
+            finished.iter().map(|(i, r)| (*i, r.name.as_str(), r.passed)).collect::<Vec<_>>(),
+            [(1, "lint", false), (0, "program", true)]
+        );
+        assert_eq!(finished[0].1.message, "Grader exited with exit code 1");
+        assert_eq!(finished[0].1.exit_code, Some(1));
+        assert!(!result.passed);
+        assert_eq!(result.results, [finished[1].1.clone(), finished[0].1.clone()]);
+    }
+
+    #[tokio::test]
+    async fn grade_raw_events_and_refusals() {
+        let (client, mut daemon) = pair();
+        let mut grading = client.start_grade(&grade_request(), Vec::new()).await.unwrap();
+        let id = daemon.receive().await["id"].clone();
+        daemon
+            .say_raw(&format!(
+                r#"{{"jsonrpc":"2.0","method":"event","params":{{"id":{id},"event":{{"type":"queued","ahead":2}}}}}}"#
+            ))
+            .await;
+        let grader = r#"{"type":"grader","index":0,"result":{"name":"my-custom-check","passed":true,"score":0.85,"evidence":"14 of 16 assertions passed","kind":"code","metadata":{"k":1},"message":"Grader exited successfully","exit_code":0,"cpu_time":0.1,"wall_time":0.2,"memory":1024}}"#;
+        daemon
+            .say_raw(&format!(r#"{{"jsonrpc":"2.0","method":"event","params":{{"id":{id},"event":{grader}}}}}"#))
+            .await;
+        assert_eq!(grading.next_raw_event().await.unwrap().unwrap().event, Event::Queued { ahead: 2 });
+        let raw = grading.next_raw_event().await.unwrap().unwrap();
+        assert_eq!(raw.json.get(), grader);
+        let Event::Grader(event) = raw.event else { panic!("{:?}", raw.event) };
+        assert_eq!(event.index, 0);
+        assert_eq!(event.result.score, 0.85);
+        assert_eq!(event.result.evidence.as_deref(), Some("14 of 16 assertions passed"));
+        assert_eq!(event.result.metadata, Some(json!({"k": 1})));
+        // A grader event that does not read as one is the daemon's mistake.
+        daemon
+            .say(json!({"jsonrpc": "2.0", "method": "event", "params": {"id": id, "event": {"type": "grader", "index": 1}}}))
+            .await;
+        let error = grading.next_result().await.unwrap_err();
+        assert!(error.to_string().contains("cannot read"), "{error}");
+        daemon
+            .say(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": "graders[1]: sub_path \"../x\" leaves the workspace"}}))
+            .await;
+        assert_eq!(grading.next_result().await.unwrap(), None);
+        let error = grading.finish().await.unwrap_err();
+        assert_eq!(error.rpc_code(), Some(-32602));
+        assert!(error.to_string().contains("leaves the workspace"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn grade_passes_the_workspace_archive_open() {
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+        ours.set_nonblocking(true).unwrap();
+        let client = Client::from_stream(UnixStream::from_std(ours).unwrap(), "/test/segid.sock");
+        let daemon = tokio::task::spawn_blocking(move || receive_lines_with_fds(theirs, 1));
+        let dir = std::env::temp_dir().join(format!("segi-client-lib-grade-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src/app")).unwrap();
+        std::fs::write(dir.join("src/app/main.py"), "print('hi')\n").unwrap();
+        let archive = crate::workspace::archive(&dir, |_| {}).unwrap();
+        let _grading = client.start_grade(&grade_request(), vec![OwnedFd::from(archive)]).await.unwrap();
+        let lines = daemon.await.unwrap();
+        let (request, fds) = &lines[0];
+        assert_eq!(request["method"], "grade");
+        assert_eq!(request["params"]["workspace"], json!({"fd": 0}));
+        assert_eq!(fds.len(), 1);
+        let mut archive = tar::Archive::new(std::fs::File::from(fds[0].try_clone().unwrap()));
+        let mut listed = Vec::new();
+        for entry in archive.entries().unwrap() {
+            let mut entry = entry.unwrap();
+            let mut content = String::new();
+            std::io::Read::read_to_string(&mut entry, &mut content).unwrap();
+            listed.push((entry.path().unwrap().display().to_string(), content));
+        }
+        assert_eq!(
+            listed,
+            [
+                ("src".to_owned(), String::new()),
+                ("src/app".to_owned(), String::new()),
+                ("src/app/main.py".to_owned(), "print('hi')\n".to_owned())
+            ]
+        );
     }
 }

@@ -2,15 +2,18 @@
 //!
 //! - [`client`]: [`Client`], one connection that carries many requests at once, and
 //!   [`RunHandle`], one `run` or `evaluate` whose events stream in while it goes on, and
-//!   [`JudgeHandle`], one `judge` whose tests' results stream in while it goes on. Requests
+//!   [`JudgeHandle`], one `judge` whose tests' results stream in while it goes on, and
+//!   [`GradeHandle`], one `grade` whose graders' results stream in as they finish. Requests
 //!   may pass open files along (SCM_RIGHTS): [`Client::start_evaluate`],
-//!   [`Client::start_judge`], [`Client::start_run_with_fds`].
+//!   [`Client::start_judge`], [`Client::start_grade`], [`Client::start_run_with_fds`].
 //! - `router` (private): the table that hands each line the daemon sends to the request
 //!   it belongs to.
 //! - [`error`]: [`Error`], every way talking to the daemon can fail, worded for a person.
 //! - [`socket`]: where the daemon listens when nobody says ([`default_socket`]).
-//! - [`report`]: what a finished run or judging means to a shell: the exit status and the
-//!   lines people read.
+//! - [`report`]: what a finished run, judging or grading means to a shell: the exit status
+//!   and the lines people read.
+//! - [`workspace`]: a directory as the tar archive `grade` takes, in an anonymous file to pass
+//!   open.
 //!
 //! The wire types themselves (requests, events, results) live in [`segi_proto`].
 //!
@@ -47,7 +50,8 @@ pub mod error;
 pub mod report;
 mod router;
 pub mod socket;
+pub mod workspace;
 
-pub use client::{Client, JudgeHandle, Pong, RawEvent, RunHandle};
+pub use client::{Client, GradeHandle, JudgeHandle, Pong, RawEvent, RunHandle};
 pub use error::Error;
 pub use socket::default_socket;

@@ -1,6 +1,8 @@
-//! What a finished run or judging means to a shell: the client's exit status, and the lines
-//! people read (the one-line summary of a run; a judging's lines per test and verdict).
+//! What a finished run, judging or grading means to a shell: the client's exit status, and
+//! the lines people read (the one-line summary of a run; a judging's lines per test and
+//! verdict; a grading's line per grader and its count of passes).
 
+use segi_proto::grade::{GradeResult, GraderResult};
 use segi_proto::judge::{JudgeResult, Status, TestResult};
 use segi_proto::run::LimitKind;
 use segi_proto::units::HumanSize;
@@ -16,6 +18,8 @@ pub const STOPPED_BY_LIMIT: u8 = 128 + 9;
 pub const REJECTED: u8 = 1;
 /// `judge`: the verdict is IE, a judge's or the sandbox's failure (never the submission's).
 pub const JUDGE_FAILURE: u8 = 2;
+/// `grade`: at least one grader failed.
+pub const GRADER_FAILED: u8 = 1;
 
 /// The exit status `segi-client run` ends with: the program's exit code if it exited,
 /// 128+N if it was killed by signal N, [`CLIENT_FAILURE`] if the sandbox failed.
@@ -113,6 +117,45 @@ fn figures(status: Status, score: f64, signal: i32, time: f64, memory: u64) -> S
     format!("{status} (score={score}, sig={signal}, time={time}, mem={memory})")
 }
 
+/// The exit status `segi-client grade` ends with: 0 when every grader passed, else
+/// [`GRADER_FAILED`].
+pub fn grade_exit_status(result: &GradeResult) -> u8 {
+    match result.passed && result.results.iter().all(|r| r.passed) {
+        true => 0,
+        false => GRADER_FAILED,
+    }
+}
+
+/// One grader's line, e.g. `✔ check-output  score=1.00  Grader exited successfully`, then
+/// `  evidence: ...` for each line of its evidence when that says more than the message, and
+/// for a grader that failed, `  stderr: ...` for each line of the end of its stderr. What the
+/// grader wrote has its control characters escaped.
+pub fn grader_lines(result: &GraderResult) -> String {
+    let mark = if result.passed { '✔' } else { '✘' };
+    let mut text = format!("{mark} {}  score={}", escaped(result.name.trim()), two_decimals(result.score));
+    let message = result.message.trim();
+    if !message.is_empty() {
+        text += "  ";
+        text += &escaped(message);
+    }
+    text.push('\n');
+    if let Some(evidence) = result.evidence.as_deref().filter(|e| e.trim() != message) {
+        text += &labelled("evidence", evidence);
+    }
+    if let Some(stderr) = result.stderr.as_deref().filter(|_| !result.passed) {
+        text += &labelled("stderr", stderr);
+    }
+    text
+}
+
+/// The line `grade` ends with on stderr, e.g. `segi: 2 of 3 graders passed`.
+pub fn grade_summary_line(result: &GradeResult) -> String {
+    let passed = result.results.iter().filter(|r| r.passed).count();
+    let total = result.results.len();
+    let noun = if total == 1 { "grader" } else { "graders" };
+    format!("segi: {passed} of {total} {noun} passed")
+}
+
 /// `{:.2}`, except that a value that rounds to zero is `0.00`, never `-0.00` (an empty sum of
 /// floats is -0.0).
 fn two_decimals(value: f64) -> String {
@@ -132,15 +175,22 @@ fn labelled(label: &str, text: &str) -> String {
         out += &format!("  {label}:");
         if !line.is_empty() {
             out.push(' ');
-            for c in line.chars() {
-                match c {
-                    '\t' => out.push(c),
-                    c if c.is_control() => out.extend(c.escape_default()),
-                    c => out.push(c),
-                }
-            }
+            out += &escaped(line);
         }
         out.push('\n');
+    }
+    out
+}
+
+/// `text` with its control characters but tabs escaped, so that it cannot drive the terminal.
+fn escaped(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\t' => out.push(c),
+            c if c.is_control() => out.extend(c.escape_default()),
+            c => out.push(c),
+        }
     }
     out
 }
@@ -256,6 +306,77 @@ mod tests {
             assert_eq!(judge_exit_status(status), 1, "{status}");
         }
         assert_eq!(judge_exit_status(Status::IE), 2);
+    }
+
+    fn grader(name: &str, passed: bool, score: f64, message: &str, evidence: Option<&str>) -> GraderResult {
+        GraderResult {
+            name: name.into(),
+            passed,
+            score,
+            evidence: evidence.map(Into::into),
+            kind: Some("code".into()),
+            metadata: None,
+            details: None,
+            message: message.into(),
+            exit_code: Some(if passed { 0 } else { 1 }),
+            cpu_time: 0.01,
+            wall_time: 0.02,
+            memory: 1 << 20,
+            stderr: None,
+        }
+    }
+
+    #[test]
+    fn grader_lines_have_a_mark_a_score_and_the_evidence() {
+        let ok = grader("check-output", true, 1.0, "Grader exited successfully", None);
+        assert_eq!(grader_lines(&ok), "✔ check-output  score=1.00  Grader exited successfully\n");
+        let failed =
+            grader("tests", false, 0.0, "Grader exited with exit code 1", Some("Grader exited with exit code 1"));
+        assert_eq!(grader_lines(&failed), "✘ tests  score=0.00  Grader exited with exit code 1\n");
+        let partial =
+            grader("my-custom-check", true, 0.875, "Grader exited successfully", Some("14 of 16 assertions passed"));
+        assert_eq!(
+            grader_lines(&partial),
+            "✔ my-custom-check  score=0.88  Grader exited successfully\n  evidence: 14 of 16 assertions passed\n"
+        );
+        let mut crashed = grader("crash", false, 0.0, "Grader exited with exit code 1", None);
+        crashed.stderr = Some("Traceback (most recent call last):\n  File \"check.py\"\n".into());
+        assert_eq!(
+            grader_lines(&crashed),
+            "✘ crash  score=0.00  Grader exited with exit code 1\n  stderr: Traceback (most recent call last):\n  \
+             stderr:   File \"check.py\"\n"
+        );
+        // A grader that passed keeps its diagnostics to itself.
+        let mut chatty = grader("chatty", true, 1.0, "Grader exited successfully", None);
+        chatty.stderr = Some("checking...\n".into());
+        assert_eq!(grader_lines(&chatty), "✔ chatty  score=1.00  Grader exited successfully\n");
+        let noisy = grader("x\x1b[2J", false, 0.0, "Grader timed out", Some("line 1\nline\x07 2\n"));
+        assert_eq!(
+            grader_lines(&noisy),
+            "✘ x\\u{1b}[2J  score=0.00  Grader timed out\n  evidence: line 1\n  evidence: line\\u{7} 2\n"
+        );
+    }
+
+    #[test]
+    fn grading_summary_and_exit_status() {
+        let mut result = GradeResult {
+            passed: false,
+            results: vec![
+                grader("a", true, 1.0, "Grader exited successfully", None),
+                grader("b", false, 0.0, "Grader exited with exit code 1", None),
+                grader("c", true, 1.0, "Grader exited successfully", None),
+            ],
+        };
+        assert_eq!(grade_summary_line(&result), "segi: 2 of 3 graders passed");
+        assert_eq!(grade_exit_status(&result), 1);
+        result.results.remove(1);
+        result.passed = true;
+        assert_eq!(grade_exit_status(&result), 0);
+        result.results.truncate(1);
+        assert_eq!(grade_summary_line(&result), "segi: 1 of 1 grader passed");
+        // The daemon's `passed` and the results must agree for a success.
+        result.results[0].passed = false;
+        assert_eq!(grade_exit_status(&result), 1);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! - [`policy`]: the TOML policies a request runs under, and its limits against them.
 //! - [`run`]: one run from checked request to result: supervision, output events, verdict.
 //! - [`evaluation`]: SEGI evaluations; the parser turning an evaluator's stdout into events.
+//! - [`grading`]: program graders (AI-agent evaluations) on a copy-on-write workspace.
 //! - [`judging`]: Sphere Engine judging: problem packages, test case and master judges, built
 //!   on runs whose descriptors are wired to files and pipes.
 //! - [`sandbox`]: the kernel mechanisms, one module each (namespaces via the zygote, id maps,
@@ -16,6 +17,7 @@
 
 pub mod daemon;
 pub mod evaluation;
+pub mod grading;
 pub mod host;
 pub mod judging;
 pub mod policy;

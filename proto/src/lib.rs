@@ -1,5 +1,6 @@
 //! The wire contract between `segid` and its clients (see `docs/protocol.md`).
 //!
+//! - [`grade`]: the `grade` method: program graders on a workspace (AI-agent evaluations).
 //! - [`jsonrpc`]: JSON-RPC 2.0 frames, one message per line, and the error codes.
 //! - [`run`]: the `run` method: request, streamed events and the result object.
 //! - [`evaluate`]: the `evaluate` method (SEGI): submission fields, text and data events.
@@ -9,6 +10,7 @@
 
 pub mod bytes;
 pub mod evaluate;
+pub mod grade;
 pub mod jsonrpc;
 pub mod judge;
 pub mod run;

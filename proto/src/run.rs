@@ -98,6 +98,8 @@ pub enum Event {
     },
     /// `judge`: a test's result, sent in test order as the tests finish.
     Test(crate::judge::TestResult),
+    /// `grade`: one grader finished.
+    Grader(crate::grade::GraderEvent),
 }
 
 /// A data event's payload: any JSON value, kept as the evaluator's own text (validated, not

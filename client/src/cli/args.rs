@@ -12,12 +12,15 @@ Examples:
   segi-client run --time 1s --memory 256M -- sh -c 'echo hi'
   segi-client evaluate --problem examples/sum --submission source=examples/sum/submissions/correct.c -- python3 evaluator.py
   segi-client judge --problem examples/problems/sum --submission examples/problems/sum/solutions/ac.c
+  segi-client grade --workspace examples/graders/workspace --config examples/graders/graders.yaml
   segi-client help run
 
 Exit status of `run` and `evaluate`: the program's exit code if it exited, 128+N if it was
 killed by signal N (a limit included), 125 if segi-client or segid failed.
 Exit status of `judge`: 0 for AC, 1 for any other verdict of the submission (WA, TLE, RE,
-MLE, OLE, CE), 2 for IE, 125 if segi-client or segid failed.";
+MLE, OLE, CE), 2 for IE, 125 if segi-client or segid failed.
+Exit status of `grade`: 0 if every grader passed, 1 if any failed, 125 if segi-client or segid
+failed.";
 
 const PING_HELP: &str = "\
 Prints `pong (segid VERSION)`, or with --json the answer as one JSON line.
@@ -143,6 +146,66 @@ Example:
   test 4 - AC (score=0.00, sig=0, time=0.00, mem=580)
   AC (score=0.00, sig=0, time=0.01, mem=580)";
 
+const GRADE_HELP: &str = "\
+Runs program graders (Microsoft Vally's \"program\" grader) on a workspace an AI agent changed.
+segi-client archives --workspace DIR (files with their modes, directories, symlinks as symlinks;
+named pipes, sockets and devices are left out with a warning) and passes the archive to segid
+open. Each grader runs under the `evaluator` policy (--policy) on its own copy of the workspace,
+in its root (or in --sub-path below it), with EVALUATE_WORKSPACE set to the workspace root and
+EVALUATE_GRADER_INPUT to a file holding the GraderInput: --input FILE, a JSON object
+(trajectory, stimulus, ...), or {} without it. Graders run in parallel.
+
+The graders come from --config FILE, the reference's YAML (or the same shape in JSON):
+  graders:
+    - type: program
+      name: check-output            # optional
+      config:
+        program: python3            # required
+        args: [graders/check_output.py]
+        shell: false                # through /bin/sh -c, program and args joined by spaces
+        sub_path: src/app           # working directory below the workspace root
+        timeout: 60s                # or seconds as a number; default 60s
+        env: {API_ENDPOINT: https://test.example.com}
+Only `program` graders can run; other keys of the file are ignored. Or one grader from the
+flags: --program P [--arg A]... [--shell] [--sub-path S] [--timeout DUR] [--env K=V]... [--name N].
+
+A grader passes by exiting 0 with nothing on stdout (score 1; else score 0), or by printing one
+JSON GraderResult object: {\"passed\": true, \"score\": 0.85, \"evidence\": \"...\"}.
+
+Without --json, each grader's line is printed on stdout in the order of the graders, as soon as
+it and every grader before it have finished, with its evidence indented under it (and, for a
+grader that failed, the end of its stderr):
+  ✔ NAME  score=1.00  Grader exited successfully
+  ✘ NAME  score=0.00  Grader exited with exit code 1
+    evidence: 14 of 16 assertions passed
+then the count on stderr: `segi: 2 of 3 graders passed`.
+With --json, stdout carries only JSON Lines: each grader's result object, in the order of the
+graders (name, passed, score, evidence, kind, metadata, details, message, exit_code, cpu_time,
+wall_time, memory, stderr).
+
+Exit status: 0 if every grader passed; 1 if any failed (a grader that timed out or could not
+start included); 125 if segi-client or segid failed (connection, usage, a configuration segid
+refuses: a sub_path leaving the workspace, a reserved variable in env); 130 if interrupted
+(Ctrl-C cancels the grading).
+
+Example:
+  $ segi-client grade --workspace examples/graders/workspace \\
+        --config examples/graders/graders.yaml --input examples/graders/input.json
+  ✘ output-schema  score=0.80  Grader exited successfully
+    evidence: 4 of 5 checks passed
+    stderr: output-schema: failed count: count is an integer equal to the number of items
+  ✔ unit-tests  score=1.00  Grader exited successfully
+  ✔ trajectory-score  score=0.80  Grader exited successfully
+    evidence: final message mentions 3 of 4 keywords (missing: count); 8 steps (max 20)
+  ✔ status-check  score=1.00  Grader exited successfully
+    evidence: status is 'active', expected 'active'
+  segi: 3 of 4 graders passed
+
+Example with one grader from the flags:
+  $ segi-client grade --workspace . --program python3 --arg check.py
+  ✔ python3  score=1.00  Grader exited successfully
+  segi: 1 of 1 grader passed";
+
 /// Talks to segid, the segi sandbox daemon.
 #[derive(Debug, Parser)]
 #[command(name = "segi-client", version, after_help = TOP_HELP)]
@@ -179,6 +242,9 @@ pub enum Command {
     /// Judges a submission on a problem package (tests, test case judges, a master judge)
     #[command(after_help = JUDGE_HELP)]
     Judge(JudgeArgs),
+    /// Grades a workspace with program graders (Microsoft Vally's "program" grader)
+    #[command(after_help = GRADE_HELP)]
+    Grade(GradeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -251,6 +317,55 @@ pub struct JudgeArgs {
     /// The submission's language (c, cpp, python3, ...) [default: by FILE's extension]
     #[arg(long, value_name = "L")]
     pub language: Option<String>,
+}
+
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("graders").args(["config", "program"]).required(true)))]
+pub struct GradeArgs {
+    /// The workspace directory the graders inspect
+    #[arg(long, value_name = "DIR")]
+    pub workspace: PathBuf,
+
+    /// The graders: a YAML (or JSON) file with a top-level `graders:` list of
+    /// `{type: program, config: {...}}`
+    #[arg(long, value_name = "FILE", conflicts_with = "program")]
+    pub config: Option<PathBuf>,
+
+    /// The GraderInput JSON file (trajectory, stimulus, ...) [default: {}]
+    #[arg(long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+
+    /// The policy graders run under
+    #[arg(long, value_name = "NAME", default_value = "evaluator")]
+    pub policy: String,
+
+    /// One grader: the program to run (python3, bash, ./check)
+    #[arg(long, value_name = "P")]
+    pub program: Option<String>,
+
+    /// An argument of --program (repeatable)
+    #[arg(long = "arg", value_name = "A", conflicts_with = "config", allow_hyphen_values = true)]
+    pub args: Vec<String>,
+
+    /// Run --program through /bin/sh -c, with its arguments joined by spaces
+    #[arg(long, conflicts_with = "config")]
+    pub shell: bool,
+
+    /// The grader's working directory below the workspace root
+    #[arg(long = "sub-path", value_name = "S", conflicts_with = "config")]
+    pub sub_path: Option<String>,
+
+    /// The grader's time limit [default: 60s]
+    #[arg(long, value_name = "DUR", value_parser = duration, conflicts_with = "config")]
+    pub timeout: Option<f64>,
+
+    /// Add a variable to the grader's environment (repeatable)
+    #[arg(long = "env", value_name = "KEY=VALUE", value_parser = env_var, conflicts_with = "config")]
+    pub env: Vec<(String, String)>,
+
+    /// The grader's name in the results [default: the program's]
+    #[arg(long, value_name = "N", conflicts_with = "config")]
+    pub name: Option<String>,
 }
 
 /// The limit flags `run` and `evaluate` share.
@@ -494,7 +609,7 @@ mod tests {
     fn every_subcommand_has_an_example() {
         use clap::CommandFactory;
         let mut command = Cli::command();
-        for name in ["ping", "capabilities", "run", "evaluate", "judge"] {
+        for name in ["ping", "capabilities", "run", "evaluate", "judge", "grade"] {
             let help = command.find_subcommand_mut(name).unwrap().render_long_help().to_string();
             assert!(help.contains("Example:"), "{name}: {help}");
             assert!(help.contains(&format!("segi-client {name}")), "{name}: {help}");
@@ -580,5 +695,75 @@ mod tests {
         assert!(message.contains("--submission"), "{message}");
         let message = usage_error(&["judge", "--submission", "s.c"]);
         assert!(message.contains("--problem"), "{message}");
+    }
+
+    fn grade(args: &[&str]) -> GradeArgs {
+        match parse(args).unwrap().command {
+            Command::Grade(grade) => grade,
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_grade_lines() {
+        let args = grade(&["grade", "--workspace", "ws", "--config", "graders.yaml", "--input", "in.json"]);
+        assert_eq!(args.workspace, PathBuf::from("ws"));
+        assert_eq!(args.config, Some("graders.yaml".into()));
+        assert_eq!(args.input, Some("in.json".into()));
+        assert_eq!(args.policy, "evaluator");
+        assert_eq!(args.program, None);
+
+        let args = grade(&[
+            "grade",
+            "--workspace",
+            ".",
+            "--program",
+            "python3",
+            "--arg",
+            "-m",
+            "--arg",
+            "my_checker",
+            "--arg",
+            "--verbose",
+            "--shell",
+            "--sub-path",
+            "src/app",
+            "--timeout",
+            "2m",
+            "--env",
+            "API=https://x?a=b",
+            "--name",
+            "check",
+            "--policy",
+            "strict",
+        ]);
+        assert_eq!(args.program.as_deref(), Some("python3"));
+        assert_eq!(args.args, ["-m", "my_checker", "--verbose"]);
+        assert!(args.shell);
+        assert_eq!(args.sub_path.as_deref(), Some("src/app"));
+        assert_eq!(args.timeout, Some(120.0));
+        assert_eq!(args.env, [("API".to_owned(), "https://x?a=b".to_owned())]);
+        assert_eq!(args.name.as_deref(), Some("check"));
+        assert_eq!(args.policy, "strict");
+    }
+
+    #[test]
+    fn grade_usage_errors() {
+        // One of --config and --program, never both.
+        let message = usage_error(&["grade", "--workspace", "."]);
+        assert!(message.contains("--config") && message.contains("--program"), "{message}");
+        let message = usage_error(&["grade", "--workspace", ".", "--config", "g.yaml", "--program", "x"]);
+        assert!(message.contains("cannot be used with"), "{message}");
+        // A grader's flags describe the one grader of --program.
+        let message = usage_error(&["grade", "--workspace", ".", "--config", "g.yaml", "--arg", "x"]);
+        assert!(message.contains("cannot be used with") && message.contains("--config"), "{message}");
+        let message = usage_error(&["grade", "--workspace", ".", "--shell"]);
+        assert!(message.contains("--program"), "{message}");
+        let message = usage_error(&["grade", "--config", "g.yaml"]);
+        assert!(message.contains("--workspace"), "{message}");
+        let message = usage_error(&["grade", "--workspace", ".", "--program", "x", "--timeout", "soon"]);
+        assert!(message.contains("--timeout") && message.contains("500ms"), "{message}");
+        let message = usage_error(&["grade", "--workspace", ".", "--program", "x", "--env", "novalue"]);
+        assert!(message.contains("--env") && message.contains("KEY=VALUE"), "{message}");
     }
 }

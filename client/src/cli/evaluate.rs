@@ -127,8 +127,8 @@ impl<O: Write, E: Write> Screen<O, E> {
                 write_flushed(&mut self.out, line.as_bytes())
             }
             Event::Stderr(payload) => write_flushed(&mut self.err, &decode(payload)?),
-            // `run` and `judge` events.
-            Event::Queued { .. } | Event::Test(_) => Ok(()),
+            // `run`, `judge` and `grade` events.
+            Event::Queued { .. } | Event::Test(_) | Event::Grader(_) => Ok(()),
         }
     }
 

@@ -3,6 +3,7 @@
 
 pub mod args;
 mod evaluate;
+mod grade;
 mod info;
 mod judge;
 mod problem_dir;
@@ -29,6 +30,7 @@ pub fn main(cli: Cli) -> anyhow::Result<u8> {
             Command::Run(args) => run::run(socket, json, args).await,
             Command::Evaluate(args) => evaluate::evaluate(socket, json, args).await,
             Command::Judge(args) => judge::judge(socket, json, args).await,
+            Command::Grade(args) => grade::grade(socket, json, args).await,
         }
     })
 }

@@ -119,8 +119,8 @@ fn show_event(event: &Event, json: bool) -> anyhow::Result<()> {
             let line = format!("segi: queued: every run slot is busy, {ahead} other run(s) waiting ahead\n");
             return write_flushed(&mut std::io::stderr().lock(), line.as_bytes()).context("cannot write to stderr");
         }
-        // Only `evaluate` and `judge` send these.
-        Event::Text { .. } | Event::Data { .. } | Event::Test(_) => return Ok(()),
+        // Only `evaluate`, `judge` and `grade` send these.
+        Event::Text { .. } | Event::Data { .. } | Event::Test(_) | Event::Grader(_) => return Ok(()),
     };
     let bytes = payload.to_bytes().context("segid sent output that is not valid base64")?;
     let written = match to_stdout {

@@ -88,8 +88,6 @@ impl Engine {
 
     /// Runs `launch` in a fresh sandbox holding `slot` (taken with [`Engine::slots`]).
     pub async fn run(&self, launch: Launch<'_>, slot: Arc<OwnedSemaphorePermit>) -> Result<Ran, String> {
-        let policies = self.daemon.policies();
-        let policy = policies.get(launch.policy).ok_or_else(|| format!("segid has no {:?} policy", launch.policy))?;
         let files = launch
             .program
             .files
@@ -112,8 +110,22 @@ impl Engine {
             collect: launch.collect,
             stdout: StdoutMode::Raw,
             wiring: launch.wiring,
+            workspace: None,
         };
-        let keep_stdout = launch.keep_stdout;
+        self.run_spec(spec, launch.policy, slot, launch.keep_stdout).await
+    }
+
+    /// Runs any spec under `policy` holding `slot`, keeping up to `keep_stdout` bytes of its
+    /// stdout (when not wired) and some of its stderr.
+    pub async fn run_spec(
+        &self,
+        spec: Spec,
+        policy: &str,
+        slot: Arc<OwnedSemaphorePermit>,
+        keep_stdout: usize,
+    ) -> Result<Ran, String> {
+        let policies = self.daemon.policies();
+        let policy = policies.get(policy).ok_or_else(|| format!("segid has no {policy:?} policy"))?;
         let base = runner::base_plan(&self.daemon, &policy);
         let prepared = request::prepare(spec, policy, base)?;
         let (events, mut incoming) = mpsc::channel::<Event>(16);

@@ -3,6 +3,7 @@
 mod cancel;
 mod capabilities;
 mod evaluate;
+mod grade;
 mod judge;
 mod ping;
 mod run;
@@ -15,7 +16,7 @@ use serde_json::Value;
 use super::connection::Context;
 
 /// Every method, as `capabilities` lists them.
-pub const METHODS: &[&str] = &["ping", "capabilities", "run", "evaluate", "judge", "cancel"];
+pub const METHODS: &[&str] = &["ping", "capabilities", "run", "evaluate", "judge", "grade", "cancel"];
 
 /// Runs `method`. `fds` are the descriptors passed with the request line; only run-like
 /// methods take any, the others close them.
@@ -35,6 +36,7 @@ pub async fn dispatch(ctx: &Context, method: &str, id: Option<Value>, params: Va
         "run" => return run::start(ctx, id, params, fds).await,
         "evaluate" => return evaluate::start(ctx, id, params, fds).await,
         "judge" => return judge::start(ctx, id, params, fds).await,
+        "grade" => return grade::start(ctx, id, params, fds).await,
         other => Err(RpcError::new(
             jsonrpc::METHOD_NOT_FOUND,
             format!("unknown method {other:?}; segid offers: {}", METHODS.join(", ")),
