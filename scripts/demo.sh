@@ -105,5 +105,9 @@ step 0 "Judging: A+B in C, accepted" \
     judge --problem "$repo/examples/problems/sum" --submission "$repo/examples/problems/sum/solutions/ac.c"
 step 1 "Judging: an interactive problem, a solution that runs out of guesses (exit 1: not AC)" \
     judge --problem "$repo/examples/problems/guess" --submission "$repo/examples/problems/guess/solutions/wa.py"
+# Program graders on an agent's workspace; one grader fails on purpose (exit 1).
+step 1 "Grading an agent's workspace with four program graders (one fails on purpose)" \
+    grade --workspace "$repo/examples/graders/workspace" --config "$repo/examples/graders/graders.yaml" \
+    --input "$repo/examples/graders/input.json"
 
 printf '\n=== demo finished\n'

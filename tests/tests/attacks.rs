@@ -202,6 +202,8 @@ fn nothing_of_the_host_but_the_policy_binds_is_visible() {
         "usr",
         "problem",
         "submission",
+        "grader",
+        "workspace",
     ];
     let unexpected: Vec<String> = run.stdout().lines().filter(|e| !allowed.contains(e)).map(String::from).collect();
     assert!(unexpected.is_empty(), "unexpected entries in /: {unexpected:?}\n{}", run.describe());
