@@ -11,6 +11,8 @@
 //! - [`sandbox`]: the kernel mechanisms, one module each (namespaces via the zygote, id maps,
 //!   cgroups, root filesystem, credentials, landlock, seccomp, rlimits) and init, which
 //!   applies them inside the run.
+//! - [`web`]: the HTTP evaluation API (`segid --http`): evaluations from a git repository,
+//!   events paged by cursor.
 //! - [`host`]: what this host supports (`segid --check`, `capabilities`).
 //! - [`daemon`]: the state shared by all connections.
 //! - [`privileges`]: what the daemon keeps of root after set-up.
@@ -25,3 +27,4 @@ pub mod privileges;
 pub mod rpc;
 pub mod run;
 pub mod sandbox;
+pub mod web;

@@ -60,6 +60,46 @@ struct Args {
     /// figures to rusage, as on a host without cgroups (for such hosts' operators and tests).
     #[arg(long, value_enum, default_value = "auto")]
     cgroup: CgroupMode,
+    /// Serve the HTTP evaluation API (web-evaluation-api.txt) on ADDR, e.g. 127.0.0.1:8080.
+    /// An address beyond loopback needs --http-token-file.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
+    /// A file holding the token HTTP clients must send as `Authorization: Bearer <token>`.
+    #[arg(long, value_name = "FILE")]
+    http_token_file: Option<PathBuf>,
+    /// Allow `file://` repositories below DIR (off by default: a web client must not read the
+    /// host's files through segid).
+    #[arg(long, value_name = "DIR")]
+    http_git_file_root: Option<PathBuf>,
+    /// How long a finished HTTP evaluation's events are kept unread.
+    #[arg(long, default_value = "10m", value_parser = parse_duration_flag)]
+    http_retention: f64,
+    /// Events per page.
+    #[arg(long, default_value_t = 100)]
+    http_page_size: usize,
+    /// HTTP evaluations kept at once (running, or finished and not read to the end).
+    #[arg(long, default_value_t = 64)]
+    http_max_live: usize,
+    /// Largest POST /evaluate body.
+    #[arg(long, default_value = "64M", value_parser = parse_size_flag)]
+    http_max_body: u64,
+    /// Largest submission file of an HTTP evaluation.
+    #[arg(long, default_value = "16M", value_parser = parse_size_flag)]
+    http_max_file: u64,
+    /// Most submission files of an HTTP evaluation.
+    #[arg(long, default_value_t = 16)]
+    http_max_files: usize,
+    /// Bound on the cache of fetched repositories (in the state directory).
+    #[arg(long, default_value = "1G", value_parser = parse_size_flag)]
+    http_git_cache: u64,
+}
+
+fn parse_duration_flag(text: &str) -> Result<f64, String> {
+    segi_proto::units::parse_duration(text).map_err(|e| e.to_string())
+}
+
+fn parse_size_flag(text: &str) -> Result<u64, String> {
+    segi_proto::units::parse_size(text).map_err(|e| e.to_string())
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,10 +164,11 @@ fn run(args: Args) -> anyhow::Result<()> {
         ),
         None => None,
     };
-    let socket = args.socket.unwrap_or_else(|| default_socket(host.root));
-    let state_dir = args.state_dir.unwrap_or_else(|| {
+    let socket = args.socket.clone().unwrap_or_else(|| default_socket(host.root));
+    let state_dir = args.state_dir.clone().unwrap_or_else(|| {
         socket.parent().map(|p| p.join("state")).unwrap_or_else(|| PathBuf::from("/tmp/segi-state"))
     });
+    let web = args.http.map(|addr| web_settings(addr, &args, &state_dir)).transpose()?;
     let new_root = state_dir.join("root");
     std::fs::create_dir_all(&new_root).with_context(|| format!("cannot create {}", new_root.display()))?;
     let cgroup_prefix = format!("segi-{}-", std::process::id());
@@ -179,6 +220,16 @@ fn run(args: Args) -> anyhow::Result<()> {
             .with_context(|| format!("cannot listen on {}", socket.display()))?,
     };
     std_listener.set_nonblocking(true)?;
+    // Bound before capabilities go, like the socket (a port below 1024 needs one).
+    let web_listener = match &web {
+        Some(settings) => {
+            let listener = std::net::TcpListener::bind(settings.addr)
+                .with_context(|| format!("cannot listen on --http {}", settings.addr))?;
+            listener.set_nonblocking(true)?;
+            Some(listener)
+        }
+        None => None,
+    };
     // Set-up is over: keep only what runs need, before any other thread exists (capabilities
     // are per thread, and the runtime's threads inherit the caller's).
     if daemon.host.root {
@@ -220,6 +271,15 @@ fn run(args: Args) -> anyhow::Result<()> {
             tracing::info!("stopping: no new runs; running ones may finish, then everything is cleaned up");
             signals.cancel();
         });
+        if let (Some(settings), Some(listener)) = (web, web_listener) {
+            let listener = tokio::net::TcpListener::from_std(listener)?;
+            let (daemon, shutdown) = (daemon.clone(), shutdown.clone());
+            tokio::spawn(async move {
+                if let Err(e) = segid::web::server::serve(daemon, settings, listener, shutdown).await {
+                    tracing::error!(error = %e, "the HTTP evaluation API stopped");
+                }
+            });
+        }
         let new_root = daemon.new_root.clone();
         let grace = daemon.settings.stop_grace;
         let own_socket = listen_fd.is_none().then_some(socket.as_path());
@@ -227,6 +287,49 @@ fn run(args: Args) -> anyhow::Result<()> {
         // The mount point of every run's root, empty now that every run is gone.
         let _ = std::fs::remove_dir(&new_root);
         anyhow::Ok(())
+    })
+}
+
+/// The HTTP API's settings from the command line: a token is needed beyond loopback.
+fn web_settings(
+    addr: std::net::SocketAddr,
+    args: &Args,
+    state_dir: &std::path::Path,
+) -> anyhow::Result<segid::web::WebSettings> {
+    let token = match &args.http_token_file {
+        Some(path) => {
+            let token = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read --http-token-file {}", path.display()))?
+                .trim()
+                .to_string();
+            if token.is_empty() {
+                bail!("--http-token-file {} is empty", path.display());
+            }
+            Some(token)
+        }
+        None => None,
+    };
+    if token.is_none() && !addr.ip().is_loopback() {
+        bail!("--http {addr} is reachable beyond this host: give --http-token-file too, or listen on 127.0.0.1");
+    }
+    let git_file_root = match &args.http_git_file_root {
+        Some(dir) => {
+            Some(std::fs::canonicalize(dir).with_context(|| format!("--http-git-file-root {}", dir.display()))?)
+        }
+        None => None,
+    };
+    Ok(segid::web::WebSettings {
+        addr,
+        token,
+        max_body: args.http_max_body as usize,
+        max_files: args.http_max_files,
+        max_file: args.http_max_file as usize,
+        max_live: args.http_max_live.max(1),
+        retention: Duration::from_secs_f64(args.http_retention),
+        page_size: args.http_page_size.max(1),
+        git_cache: state_dir.join("git-cache"),
+        git_cache_bytes: args.http_git_cache,
+        git_file_root,
     })
 }
 
