@@ -7,8 +7,10 @@ set -euo pipefail
 # libseccomp-dev + pkg-config: the daemon links libseccomp (found through pkg-config).
 # gcc/g++: linker and C build scripts. bubblewrap: the benchmark's comparison point.
 # util-linux: unshare(1) for the benchmark and tests. python3: test helpers.
-# iproute2: network-namespace checks. make: the build entry point itself.
-packages=(libseccomp-dev pkg-config gcc g++ bubblewrap util-linux python3 iproute2 make)
+# iproute2: network-namespace checks. make: the build entry point itself. git: the HTTP API
+# fetches evaluators from repositories (and its tests make some). curl: the HTTP API's tests.
+# nodejs: one of the program grader examples (its test skips Node when it is missing).
+packages=(libseccomp-dev pkg-config gcc g++ bubblewrap util-linux python3 iproute2 make git curl)
 
 missing=()
 for pkg in "${packages[@]}"; do
