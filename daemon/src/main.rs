@@ -60,9 +60,9 @@ struct Args {
     /// figures to rusage, as on a host without cgroups (for such hosts' operators and tests).
     #[arg(long, value_enum, default_value = "auto")]
     cgroup: CgroupMode,
-    /// Serve the HTTP evaluation API (web-evaluation-api.txt) on ADDR, e.g. 127.0.0.1:8080.
-    /// An address beyond loopback needs --http-token-file.
-    #[arg(long, value_name = "ADDR")]
+    /// Serve the HTTP evaluation API (web-evaluation-api.txt) on ADDR [default when given
+    /// without a value: 127.0.0.1:8080]. An address beyond loopback needs --http-token-file.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8080")]
     http: Option<std::net::SocketAddr>,
     /// A file holding the token HTTP clients must send as `Authorization: Bearer <token>`.
     #[arg(long, value_name = "FILE")]

@@ -340,6 +340,25 @@ fn unread_evaluations_expire_and_a_token_is_required_when_set() {
 }
 
 #[test]
+fn live_evaluations_are_bounded() {
+    let root = temp_dir("web-live");
+    let repo = repo(&root);
+    let (daemon, base) = daemon_with_http(&root, &["--http-max-live", "1"]);
+    let submission = root.join("sol.py");
+    std::fs::write(&submission, "").expect("write");
+    let (status, first) = post_evaluate(&base, &repo, &repo.first, &submission, &[]);
+    assert_eq!(status, 200, "{first}");
+    // The first is live until read to the end (or expired): the second is refused.
+    let (status, body) = post_evaluate(&base, &repo, &repo.first, &submission, &[]);
+    assert_eq!(status, 429, "{body}");
+    assert!(body["message"].as_str().is_some_and(|m| m.contains("live")), "{body}");
+    read_all(&base, first["evaluation_id"].as_str().expect("an id"));
+    let (status, body) = post_evaluate(&base, &repo, &repo.first, &submission, &[]);
+    assert_eq!(status, 200, "{body}");
+    daemon.assert_alive();
+}
+
+#[test]
 fn listening_beyond_loopback_needs_a_token() {
     let dir = temp_dir("web-open");
     let out = Command::new(segi_tests::binary("segid"))
