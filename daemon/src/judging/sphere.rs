@@ -308,13 +308,15 @@ async fn interactive_test(context: &TestContext, test: &Test) -> Result<Outcome,
         run_test_judge_with(context, judge, test, to_judge, Some(from_judge), judge_limits(problem, wall), slot);
     let (program_run, decided) = tokio::join!(program_run, judge_run);
     let run = program_run?.result;
-    // The program's own failure first; but a program killed by SIGPIPE only lost its reader:
-    // the judge had finished and decides.
-    let sigpipe = run.verdict == Verdict::RE && run.signal == Some(libc::SIGPIPE);
-    if let Some((status, message)) = program_status(&run).filter(|_| !sigpipe) {
+    // The program's limits first (TLE, MLE, OLE). A runtime error after the judge has decided
+    // WA is that WA: the judge stopped talking (the program then dies of SIGPIPE, or of its
+    // language's broken-pipe error), and which of the two ends first is a race.
+    let decided = decided?;
+    let lost_its_reader =
+        run.verdict == Verdict::RE && (run.signal == Some(libc::SIGPIPE) || decided.status == Status::WA);
+    if let Some((status, message)) = program_status(&run).filter(|_| !lost_its_reader) {
         return Ok(Outcome { program: run, status, score: 0.0, info: None, message });
     }
-    let decided = decided?;
     Ok(Outcome {
         program: run,
         status: decided.status,
