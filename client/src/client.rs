@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
 use segi_proto::grade::{GradeRequest, GradeResult, GraderResult};
 use segi_proto::jsonrpc::Request;
-use segi_proto::judge::{JudgeRequest, JudgeResult, TestResult};
+use segi_proto::judge::{JudgeRequest, JudgeResult, PipelineResult, TestResult, VerdictUpdate};
 use segi_proto::{Capabilities, EvaluateRequest, Event, RunRequest, RunResult, MAX_MESSAGE_BYTES};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -154,8 +154,9 @@ impl Client {
         Ok(JudgeHandle { stream: self.start_streaming("judge", request, fds)? })
     }
 
-    /// Judges to the end, calling `on_test` with each test's result as it arrives (in test
-    /// order).
+    /// Judges a Sphere problem to the end, calling `on_test` with each test's result as it
+    /// arrives (in test order). A problem with a strategy answers another result: judge it with
+    /// [`Client::judge_any`].
     pub async fn judge(
         &self,
         request: &JudgeRequest,
@@ -167,6 +168,22 @@ impl Client {
             on_test(test);
         }
         judging.finish().await
+    }
+
+    /// Judges a problem of either kind to the end, calling `on_event` with each event as it
+    /// arrives: [`Event::Test`] for a Sphere problem, [`Event::Verdict`] for a problem with a
+    /// strategy (and [`Event::Queued`] for either, when every run slot is busy).
+    pub async fn judge_any(
+        &self,
+        request: &JudgeRequest,
+        fds: Vec<OwnedFd>,
+        mut on_event: impl FnMut(Event),
+    ) -> Result<JudgeOutcome, Error> {
+        let mut judging = self.start_judge(request, fds).await?;
+        while let Some(raw) = judging.next_raw_event().await? {
+            on_event(raw.event);
+        }
+        judging.finish_any().await
     }
 
     /// Starts a `grade` (program graders on a workspace) and returns as soon as it is sent.
@@ -339,12 +356,46 @@ impl RunHandle {
     }
 }
 
-/// One `judge` in progress: each test's result as it finishes (in test order), then the
-/// verdict of the master judge. Read the tests with [`JudgeHandle::next_test`] (or
-/// [`JudgeHandle::next_raw_event`] to see `queued` too, and the JSON as sent), then call
-/// [`JudgeHandle::finish`].
+/// One `judge` in progress. segid judges two kinds of problems (`docs/problems.md`):
+///
+/// - a Sphere problem (test case judges and a master judge): each test's result streams as it
+///   finishes (in test order), then the master judge's verdict, a [`JudgeResult`];
+/// - a problem with a strategy (a pipeline): each verdict change streams as it happens (a
+///   test's, or the submission's), then the [`PipelineResult`].
+///
+/// Read the events with [`JudgeHandle::next_raw_event`] (every kind, with the JSON as sent) or,
+/// for a Sphere problem, [`JudgeHandle::next_test`]; then call [`JudgeHandle::finish_any`],
+/// which takes either result, or [`JudgeHandle::finish`], which takes only a Sphere one.
 pub struct JudgeHandle {
     stream: EventStream,
+}
+
+/// What `judge` answered: the result of a Sphere problem or of a problem with a strategy. The
+/// two are told apart by their fields: a pipeline's result has a `verdict`, a Sphere result a
+/// `status`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JudgeOutcome {
+    Sphere(JudgeResult),
+    Pipeline(PipelineResult),
+}
+
+impl JudgeOutcome {
+    /// Reads `judge`'s answer as the result of either kind of problem.
+    pub fn from_value(value: Value) -> Result<JudgeOutcome, Error> {
+        if value.get("verdict").is_some() {
+            decode(value, "judge").map(JudgeOutcome::Pipeline)
+        } else {
+            decode(value, "judge").map(JudgeOutcome::Sphere)
+        }
+    }
+
+    /// The verdict as a person reads it: a Sphere status (`WA`), or a pipeline's (`WA 3`, `PT`).
+    pub fn verdict(&self) -> String {
+        match self {
+            JudgeOutcome::Sphere(result) => result.status.to_string(),
+            JudgeOutcome::Pipeline(result) => result.verdict.clone(),
+        }
+    }
 }
 
 impl JudgeHandle {
@@ -353,8 +404,9 @@ impl JudgeHandle {
         self.stream.id
     }
 
-    /// The next test's result, or `None` once the judging has ended (then call
-    /// [`JudgeHandle::finish`]). Other events are skipped.
+    /// The next test's result of a Sphere problem, or `None` once the judging has ended (then
+    /// call [`JudgeHandle::finish`]). Other events (a pipeline's `verdict` events included)
+    /// are skipped.
     pub async fn next_test(&mut self) -> Result<Option<TestResult>, Error> {
         while let Some(raw) = self.stream.next(&["test"]).await? {
             if let Event::Test(test) = raw.event {
@@ -364,18 +416,47 @@ impl JudgeHandle {
         Ok(None)
     }
 
-    /// The next event with its JSON exactly as segid sent it: [`Event::Test`], or
-    /// [`Event::Queued`] when every run slot is busy. Event types this client does not know
-    /// are skipped, so a newer daemon may add some.
-    pub async fn next_raw_event(&mut self) -> Result<Option<RawEvent>, Error> {
-        self.stream.next(&["test", "queued"]).await
+    /// The next verdict change of a problem with a strategy (a test's verdict, or with `test`
+    /// `None` the submission's), or `None` once the judging has ended (then call
+    /// [`JudgeHandle::finish_any`]). Other events are skipped.
+    pub async fn next_verdict(&mut self) -> Result<Option<VerdictUpdate>, Error> {
+        while let Some(raw) = self.stream.next(&["verdict"]).await? {
+            if let Event::Verdict(update) = raw.event {
+                return Ok(Some(update));
+            }
+        }
+        Ok(None)
     }
 
-    /// Waits for the verdict (any event not read yet is dropped). A compilation error, a wrong
-    /// answer or a judge's internal error is a verdict, not an [`Error`]; a problem package
-    /// or language segid refuses is an [`Error::Rpc`] with code -32602.
+    /// The next event with its JSON exactly as segid sent it: [`Event::Test`] (a Sphere
+    /// problem), [`Event::Verdict`] (a problem with a strategy), or [`Event::Queued`] when
+    /// every run slot is busy. Event types this client does not know are skipped, so a newer
+    /// daemon may add some.
+    pub async fn next_raw_event(&mut self) -> Result<Option<RawEvent>, Error> {
+        self.stream.next(&["test", "verdict", "queued"]).await
+    }
+
+    /// Waits for the verdict of a Sphere problem (any event not read yet is dropped). A
+    /// compilation error, a wrong answer or a judge's internal error is a verdict, not an
+    /// [`Error`]; a problem package or language segid refuses is an [`Error::Rpc`] with code
+    /// -32602. The result of a problem with a strategy is an [`Error::Protocol`] here: take it
+    /// with [`JudgeHandle::finish_any`].
     pub async fn finish(self) -> Result<JudgeResult, Error> {
-        self.stream.finish().await
+        match self.finish_any().await? {
+            JudgeOutcome::Sphere(result) => Ok(result),
+            JudgeOutcome::Pipeline(result) => Err(Error::Protocol(format!(
+                "the problem has a strategy, and its result (verdict {}) is not a Sphere problem's; \
+                 read it with JudgeHandle::finish_any",
+                result.verdict
+            ))),
+        }
+    }
+
+    /// Waits for the result of either kind of problem (any event not read yet is dropped).
+    /// As with [`JudgeHandle::finish`], every verdict is a result (a pipeline's `CE` and `CF`
+    /// included), and a problem or language segid refuses is an [`Error::Rpc`].
+    pub async fn finish_any(self) -> Result<JudgeOutcome, Error> {
+        JudgeOutcome::from_value(wait(self.stream.reply, &self.stream.socket).await?)
     }
 }
 
@@ -504,7 +585,7 @@ async fn read_answers(socket: OwnedReadHalf, router: Router) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use segi_proto::judge::Status;
+    use segi_proto::judge::{Status, VerdictUpdate};
     use segi_proto::Payload;
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -977,6 +1058,118 @@ mod tests {
         assert_eq!(fds.len(), 1);
         let content = std::io::read_to_string(std::fs::File::from(fds[0].try_clone().unwrap())).unwrap();
         assert_eq!(content, "int main() { return 0; }\n");
+    }
+
+    fn pipeline_result(verdict: &str) -> Value {
+        json!({
+            "verdict": verdict, "points": 0.0, "max_points": 2.0, "language": "python3", "strategy": "standard",
+            "tests": [
+                {"no": 1, "verdict": "WA", "max_points": 1.0, "comment": "expected 5, got 6", "time": 0.01,
+                 "memory": 1234},
+                {"no": 2, "verdict": "OK", "max_points": 1.0, "time": 0.02, "memory": 2048},
+            ],
+            "groups": [{"name": "g1", "points": 0.0, "max_points": 2.0, "passed": false}],
+        })
+    }
+
+    #[tokio::test]
+    async fn judge_of_a_pipeline_streams_verdicts_then_its_result() {
+        let (client, mut daemon) = pair();
+        let judging = tokio::spawn(async move {
+            let mut events = Vec::new();
+            let outcome = client.judge_any(&judge_request(), Vec::new(), |event| events.push(event)).await;
+            (outcome, events)
+        });
+        let request = daemon.receive().await;
+        assert_eq!(request["method"], "judge");
+        let id = request["id"].clone();
+        let event = |event: Value| json!({"jsonrpc": "2.0", "method": "event", "params": {"id": id, "event": event}});
+        daemon.say(event(json!({"type": "queued", "ahead": 0}))).await;
+        daemon.say(event(json!({"type": "verdict", "test": 1, "verdict": "WA", "comment": "expected 5, got 6"}))).await;
+        daemon.say(event(json!({"type": "stdout", "text": "not for a judge"}))).await;
+        daemon.say(event(json!({"type": "verdict", "test": null, "verdict": "PT", "points": 2.5}))).await;
+        daemon.say(json!({"jsonrpc": "2.0", "id": id, "result": pipeline_result("WA 1")})).await;
+        let (outcome, events) = judging.await.unwrap();
+        assert_eq!(
+            events,
+            [
+                Event::Queued { ahead: 0 },
+                Event::Verdict(VerdictUpdate {
+                    test: Some(1),
+                    verdict: "WA".into(),
+                    points: None,
+                    comment: Some("expected 5, got 6".into())
+                }),
+                Event::Verdict(VerdictUpdate { test: None, verdict: "PT".into(), points: Some(2.5), comment: None }),
+            ]
+        );
+        let JudgeOutcome::Pipeline(result) = outcome.unwrap() else { panic!("not a pipeline's result") };
+        assert_eq!(result.verdict, "WA 1");
+        assert_eq!((result.points, result.max_points), (0.0, 2.0));
+        assert_eq!(result.strategy, "standard");
+        assert_eq!(result.tests.len(), 2);
+        assert_eq!(result.tests[0].comment.as_deref(), Some("expected 5, got 6"));
+        assert_eq!(result.tests[1].points, None);
+        assert_eq!(result.groups[0]["name"], "g1");
+        assert_eq!(result.comment, None);
+    }
+
+    #[tokio::test]
+    async fn judge_raw_verdict_events_and_either_result() {
+        let (client, mut daemon) = pair();
+        let mut judging = client.start_judge(&judge_request(), Vec::new()).await.unwrap();
+        let id = daemon.receive().await["id"].clone();
+        let verdict = r#"{"type":"verdict","test":3,"verdict":"PT","points":0.25,"comment":"partial"}"#;
+        daemon
+            .say_raw(&format!(r#"{{"jsonrpc":"2.0","method":"event","params":{{"id":{id},"event":{verdict}}}}}"#))
+            .await;
+        let raw = judging.next_raw_event().await.unwrap().unwrap();
+        assert_eq!(raw.json.get(), verdict);
+        let Event::Verdict(update) = raw.event else { panic!("{:?}", raw.event) };
+        assert_eq!((update.test, update.verdict.as_str(), update.points), (Some(3), "PT", Some(0.25)));
+        // next_verdict skips the tests of a Sphere problem, next_test the verdicts.
+        daemon
+            .say(json!({"jsonrpc": "2.0", "method": "event", "params": {"id": id, "event": test_event(0, "AC")}}))
+            .await;
+        daemon
+            .say(json!({"jsonrpc": "2.0", "method": "event", "params": {"id": id, "event":
+                {"type": "verdict", "test": null, "verdict": "CF", "comment": "the strategy crashed"}}}))
+            .await;
+        let update = judging.next_verdict().await.unwrap().unwrap();
+        assert_eq!((update.test, update.verdict.as_str()), (None, "CF"));
+        daemon.say(json!({"jsonrpc": "2.0", "id": id, "result": pipeline_result("CF")})).await;
+        assert_eq!(judging.next_test().await.unwrap(), None);
+        let outcome = judging.finish_any().await.unwrap();
+        assert_eq!(outcome.verdict(), "CF");
+        assert!(matches!(outcome, JudgeOutcome::Pipeline(_)), "{outcome:?}");
+
+        // A Sphere problem's result through finish_any.
+        let mut judging = client.start_judge(&judge_request(), Vec::new()).await.unwrap();
+        let id = daemon.receive().await["id"].clone();
+        daemon
+            .say(json!({"jsonrpc": "2.0", "id": id, "result": {
+                "status": "AC", "score": 0.0, "signal": 0, "time": 0.01, "memory": 1234, "language": "c",
+                "tests": [test_event(0, "AC")]}}))
+            .await;
+        assert_eq!(judging.next_raw_event().await.unwrap().map(|raw| raw.event), None);
+        let JudgeOutcome::Sphere(result) = judging.finish_any().await.unwrap() else { panic!("not Sphere's") };
+        assert_eq!(result.status, Status::AC);
+        assert_eq!(result.tests.len(), 1);
+
+        // finish, for Sphere callers, says what to call for a pipeline's result.
+        let judging = client.start_judge(&judge_request(), Vec::new()).await.unwrap();
+        let id = daemon.receive().await["id"].clone();
+        daemon.say(json!({"jsonrpc": "2.0", "id": id, "result": pipeline_result("AC")})).await;
+        let error = judging.finish().await.unwrap_err();
+        assert!(matches!(error, Error::Protocol(_)), "{error:?}");
+        assert!(error.to_string().contains("finish_any"), "{error}");
+
+        // A result of neither kind is the daemon's mistake.
+        let judging = client.start_judge(&judge_request(), Vec::new()).await.unwrap();
+        let id = daemon.receive().await["id"].clone();
+        daemon.say(json!({"jsonrpc": "2.0", "id": id, "result": {"verdict": "AC"}})).await;
+        let error = judging.finish_any().await.unwrap_err();
+        assert!(error.to_string().contains("cannot read"), "{error}");
     }
 
     fn grade_request() -> GradeRequest {

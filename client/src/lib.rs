@@ -2,7 +2,8 @@
 //!
 //! - [`client`]: [`Client`], one connection that carries many requests at once, and
 //!   [`RunHandle`], one `run` or `evaluate` whose events stream in while it goes on, and
-//!   [`JudgeHandle`], one `judge` whose tests' results stream in while it goes on, and
+//!   [`JudgeHandle`], one `judge` whose tests' results (a Sphere problem) or verdict changes
+//!   (a problem with a strategy) stream in while it goes on, ending in a [`JudgeOutcome`], and
 //!   [`GradeHandle`], one `grade` whose graders' results stream in as they finish. Requests
 //!   may pass open files along (SCM_RIGHTS): [`Client::start_evaluate`],
 //!   [`Client::start_judge`], [`Client::start_grade`], [`Client::start_run_with_fds`].
@@ -52,6 +53,6 @@ mod router;
 pub mod socket;
 pub mod workspace;
 
-pub use client::{Client, GradeHandle, JudgeHandle, Pong, RawEvent, RunHandle};
+pub use client::{Client, GradeHandle, JudgeHandle, JudgeOutcome, Pong, RawEvent, RunHandle};
 pub use error::Error;
 pub use socket::default_socket;

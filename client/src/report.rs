@@ -1,9 +1,10 @@
 //! What a finished run, judging or grading means to a shell: the client's exit status, and
 //! the lines people read (the one-line summary of a run; a judging's lines per test and
-//! verdict; a grading's line per grader and its count of passes).
+//! verdict, for a Sphere problem or a problem with a strategy; a grading's line per grader and
+//! its count of passes).
 
 use segi_proto::grade::{GradeResult, GraderResult};
-use segi_proto::judge::{JudgeResult, Status, TestResult};
+use segi_proto::judge::{JudgeResult, PipelineResult, PipelineTest, Status, TestResult, VerdictUpdate};
 use segi_proto::run::LimitKind;
 use segi_proto::units::HumanSize;
 use segi_proto::{RunResult, Verdict};
@@ -14,9 +15,11 @@ pub const CLIENT_FAILURE: u8 = 125;
 pub const INTERRUPTED: u8 = 130;
 /// The status of a run stopped by a limit that reported no signal: as if SIGKILLed.
 pub const STOPPED_BY_LIMIT: u8 = 128 + 9;
-/// `judge`: the submission earned a verdict other than AC (WA, TLE, RE, MLE, OLE, CE).
+/// `judge`: the submission earned a verdict other than AC (WA, TLE, RE, MLE, OLE, CE; for a
+/// problem with a strategy `WA 3`, `PT`, ...).
 pub const REJECTED: u8 = 1;
-/// `judge`: the verdict is IE, a judge's or the sandbox's failure (never the submission's).
+/// `judge`: the verdict is IE (a Sphere problem) or CF (a problem with a strategy): a judge's,
+/// the strategy's or the sandbox's failure, never the submission's.
 pub const JUDGE_FAILURE: u8 = 2;
 /// `grade`: at least one grader failed.
 pub const GRADER_FAILED: u8 = 1;
@@ -115,6 +118,89 @@ pub fn verdict_line(result: &JudgeResult) -> String {
 fn figures(status: Status, score: f64, signal: i32, time: f64, memory: u64) -> String {
     let (score, time) = (two_decimals(score), two_decimals(time));
     format!("{status} (score={score}, sig={signal}, time={time}, mem={memory})")
+}
+
+/// The exit status `segi-client judge` ends with for a problem with a strategy: 0 for `AC`,
+/// [`JUDGE_FAILURE`] for `CF` (check failed: the problem's fault), [`REJECTED`] for any other
+/// verdict (`WA 3`, `PT`, `CE`, ...).
+pub fn pipeline_exit_status(verdict: &str) -> u8 {
+    match verdict.split_whitespace().next() {
+        Some("AC") => 0,
+        Some("CF") => JUDGE_FAILURE,
+        _ => REJECTED,
+    }
+}
+
+/// A verdict change of a problem with a strategy as it streams in, e.g.
+/// `test 3: WA (expected 5, got 6)`, `test 2: PT 0.5` or `submission: PT 2.5`. A comment of one
+/// line goes in parentheses; a longer one follows, a line `  comment: ...` for each of its lines.
+pub fn verdict_update_lines(update: &VerdictUpdate) -> String {
+    let mut text = match update.test {
+        Some(no) => format!("test {no}: {}", escaped(&update.verdict)),
+        None => format!("submission: {}", escaped(&update.verdict)),
+    };
+    if let Some(points) = update.points {
+        text += &format!(" {points}");
+    }
+    let comment = update.comment.as_deref().map(str::trim).unwrap_or("");
+    if comment.is_empty() {
+        text.push('\n');
+    } else if !comment.contains('\n') {
+        text += &format!(" ({})\n", escaped(comment));
+    } else {
+        text.push('\n');
+        text += &labelled("comment", comment);
+    }
+    text
+}
+
+/// One test's line of a problem with a strategy, e.g.
+/// `test 1 - WA (points=0.00/1.00, time=0.01, mem=3196 KiB)` (CPU seconds, peak memory in KiB),
+/// then `  comment: ...` for each line of its comment.
+pub fn pipeline_test_lines(test: &PipelineTest) -> String {
+    let mut text = format!(
+        "test {} - {} (points={}/{}, time={}, mem={} KiB)\n",
+        test.no,
+        escaped(&test.verdict),
+        two_decimals(test_points(test)),
+        two_decimals(test.max_points),
+        two_decimals(test.time),
+        test.memory / 1024
+    );
+    if let Some(comment) = &test.comment {
+        text += &labelled("comment", comment);
+    }
+    text
+}
+
+/// What a test earned: its `points` when the verdict carries some (PT), all of its
+/// `max_points` when OK, else nothing.
+fn test_points(test: &PipelineTest) -> f64 {
+    match (test.points, test.verdict.as_str()) {
+        (Some(points), _) => points,
+        (None, "OK" | "AC") => test.max_points,
+        (None, _) => 0.0,
+    }
+}
+
+/// A group's line of a problem with a strategy, e.g. `group g1: 2.00/3.00 passed` (or
+/// `failed`), from the group result's `name`, `points`, `max_points` and `passed`.
+pub fn pipeline_group_line(group: &serde_json::Value) -> String {
+    let name = group.get("name").and_then(serde_json::Value::as_str).unwrap_or("?");
+    let number = |key: &str| group.get(key).and_then(serde_json::Value::as_f64).unwrap_or(0.0);
+    let passed = group.get("passed").and_then(serde_json::Value::as_bool).unwrap_or(false);
+    format!(
+        "group {}: {}/{} {}",
+        escaped(name),
+        two_decimals(number("points")),
+        two_decimals(number("max_points")),
+        if passed { "passed" } else { "failed" }
+    )
+}
+
+/// The verdict's line of a problem with a strategy, e.g. `WA 1 (points=0.00/2.00)`.
+pub fn pipeline_verdict_line(result: &PipelineResult) -> String {
+    format!("{} (points={}/{})", escaped(&result.verdict), two_decimals(result.points), two_decimals(result.max_points))
 }
 
 /// The exit status `segi-client grade` ends with: 0 when every grader passed, else
@@ -306,6 +392,82 @@ mod tests {
             assert_eq!(judge_exit_status(status), 1, "{status}");
         }
         assert_eq!(judge_exit_status(Status::IE), 2);
+    }
+
+    fn pipeline_test(no: u32, verdict: &str, points: Option<f64>, comment: Option<&str>) -> PipelineTest {
+        PipelineTest {
+            no,
+            verdict: verdict.into(),
+            points,
+            max_points: 1.0,
+            comment: comment.map(Into::into),
+            group: None,
+            time: 0.0123,
+            memory: 3_272_704,
+        }
+    }
+
+    #[test]
+    fn verdict_updates_as_they_come() {
+        let update = |test, verdict: &str, points, comment: Option<&str>| VerdictUpdate {
+            test,
+            verdict: verdict.into(),
+            points,
+            comment: comment.map(Into::into),
+        };
+        assert_eq!(
+            verdict_update_lines(&update(Some(3), "WA", None, Some("expected 5, got 6\n"))),
+            "test 3: WA (expected 5, got 6)\n"
+        );
+        assert_eq!(verdict_update_lines(&update(Some(2), "PT", Some(0.5), None)), "test 2: PT 0.5\n");
+        assert_eq!(verdict_update_lines(&update(None, "PT", Some(2.5), Some(" "))), "submission: PT 2.5\n");
+        assert_eq!(
+            verdict_update_lines(&update(Some(1), "CF", None, Some("checker crashed\nTraceback\x1b[0m"))),
+            "test 1: CF\n  comment: checker crashed\n  comment: Traceback\\u{1b}[0m\n"
+        );
+    }
+
+    #[test]
+    fn pipeline_tests_groups_and_verdict() {
+        assert_eq!(
+            pipeline_test_lines(&pipeline_test(1, "OK", None, None)),
+            "test 1 - OK (points=1.00/1.00, time=0.01, mem=3196 KiB)\n"
+        );
+        assert_eq!(
+            pipeline_test_lines(&pipeline_test(2, "WA", None, Some("expected 3\ngot 4\n"))),
+            "test 2 - WA (points=0.00/1.00, time=0.01, mem=3196 KiB)\n  comment: expected 3\n  comment: got 4\n"
+        );
+        let mut pt = pipeline_test(3, "PT", Some(0.25), None);
+        pt.max_points = 2.0;
+        assert_eq!(pipeline_test_lines(&pt), "test 3 - PT (points=0.25/2.00, time=0.01, mem=3196 KiB)\n");
+
+        let group = serde_json::json!({"name": "g1", "points": 2.0, "max_points": 3.0, "passed": true,
+                                       "feedback": {"none": null}});
+        assert_eq!(pipeline_group_line(&group), "group g1: 2.00/3.00 passed");
+        let group = serde_json::json!({"name": "g2", "points": 0.0, "max_points": 1.5, "passed": false});
+        assert_eq!(pipeline_group_line(&group), "group g2: 0.00/1.50 failed");
+
+        let result = PipelineResult {
+            verdict: "WA 2".into(),
+            points: 1.0,
+            max_points: 2.0,
+            language: "python3".into(),
+            strategy: "standard".into(),
+            tests: Vec::new(),
+            groups: Vec::new(),
+            comment: None,
+        };
+        assert_eq!(pipeline_verdict_line(&result), "WA 2 (points=1.00/2.00)");
+    }
+
+    #[test]
+    fn pipeline_verdicts_and_their_exit_status() {
+        assert_eq!(pipeline_exit_status("AC"), 0);
+        for verdict in ["WA 3", "PT", "CE", "TLE 1", "RE 12", "IG 2", "SV 1", ""] {
+            assert_eq!(pipeline_exit_status(verdict), 1, "{verdict}");
+        }
+        assert_eq!(pipeline_exit_status("CF"), 2);
+        assert_eq!(pipeline_exit_status("CF 4"), 2);
     }
 
     fn grader(name: &str, passed: bool, score: f64, message: &str, evidence: Option<&str>) -> GraderResult {

@@ -22,6 +22,7 @@ pub mod evaluation;
 pub mod grading;
 pub mod host;
 pub mod judging;
+pub mod pipeline;
 pub mod policy;
 pub mod privileges;
 pub mod rpc;

@@ -113,3 +113,53 @@ pub struct JudgeResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compilation: Option<RunResult>,
 }
+
+/// A verdict update of a pipeline problem (a problem with a strategy): a test's verdict
+/// changed, or (`test` null) the submission's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VerdictUpdate {
+    pub test: Option<u32>,
+    /// `OK`, `WA`, `PE`, `RE`, `TLE`, `MLE`, `ILE`, `CF`, `CE`, `IG`, `SV`, `PT`.
+    pub verdict: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+/// One test of a pipeline problem's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PipelineTest {
+    /// From 1, as pipelines number tests.
+    pub no: u32,
+    pub verdict: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub points: Option<f64>,
+    pub max_points: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    /// CPU seconds and peak bytes of the user program's runs on this test (the largest).
+    pub time: f64,
+    pub memory: u64,
+}
+
+/// The response of `judge` for a problem with a strategy (pipelines.md; decisions 21, 22).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PipelineResult {
+    /// `AC`, `{VERDICT} {TEST}` (e.g. `WA 3`), `CF`, `CE` or `PT`.
+    pub verdict: String,
+    pub points: f64,
+    pub max_points: f64,
+    pub language: String,
+    /// Which strategy judged: a built-in's name or `custom`.
+    pub strategy: String,
+    pub tests: Vec<PipelineTest>,
+    /// Group results with each group's feedback (decisions 22).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<serde_json::Value>,
+    /// The compiler's output after CE, the strategy's error after CF, or its rating comment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}

@@ -100,6 +100,8 @@ pub enum Event {
     Test(crate::judge::TestResult),
     /// `grade`: one grader finished.
     Grader(crate::grade::GraderEvent),
+    /// `judge` of a problem with a strategy: a verdict changed (realtime updates).
+    Verdict(crate::judge::VerdictUpdate),
 }
 
 /// A data event's payload: any JSON value, kept as the evaluator's own text (validated, not

@@ -18,7 +18,7 @@ Examples:
 Exit status of `run` and `evaluate`: the program's exit code if it exited, 128+N if it was
 killed by signal N (a limit included), 125 if segi-client or segid failed.
 Exit status of `judge`: 0 for AC, 1 for any other verdict of the submission (WA, TLE, RE,
-MLE, OLE, CE), 2 for IE, 125 if segi-client or segid failed.
+MLE, OLE, CE; WA 3, PT, ...), 2 for IE or CF, 125 if segi-client or segid failed.
 Exit status of `grade`: 0 if every grader passed, 1 if any failed, 125 if segi-client or segid
 failed.";
 
@@ -106,45 +106,79 @@ Example:
   segi: OK cpu=0.119s wall=0.118s memory=12.1MiB exit=0";
 
 const JUDGE_HELP: &str = "\
-Judges a submission on a problem package, the way Sphere Engine does: the submission is
-compiled (if its language compiles) and run on each test, a test case judge gives each test a
-status and a score, and the master judge turns them into the verdict.
+Judges a submission on a problem package. segid judges two kinds of problems (see
+docs/problems.md):
+- a Sphere problem, judged the way Sphere Engine does: the submission is compiled (if its
+  language compiles) and run on each test, a test case judge gives each test a status and a
+  score, and the master judge turns them into the verdict;
+- a problem with a strategy (problem.toml sets `strategy`, a built-in one such as
+  \"standard\" or a custom one): the strategy compiles and runs the submission and the
+  problem's programs (checkers, interactors, ...) in a pipeline, and each test gets a verdict
+  and points; the submission's verdict follows from them and from the test groups.
 
---problem DIR is the package: problem.toml (limits and judges), tests/0.in, tests/0.out,
-tests/1.in, ... and any judge sources; segi-client sends every file under DIR (a top-level .git
-left out; symlinks only to files or directories inside DIR). --submission FILE is the source:
-segi-client opens it itself (a regular file) and passes the open file to segid. Its language is
---language L (a language of segid's languages.toml, e.g. c, cpp, python3), or else chosen by
-segid from FILE's extension.
+--problem DIR is the package: problem.toml (limits, judges or the strategy), tests/0.in,
+tests/0.out, tests/1.in, ... and any judge sources; segi-client sends every file under DIR (a
+top-level .git left out; symlinks only to files or directories inside DIR). --submission FILE
+is the source: segi-client opens it itself (a regular file) and passes the open file to segid.
+Its language is --language L (a language of segid's languages.toml, e.g. c, cpp, python3), or
+else chosen by segid from FILE's extension.
 
-Without --json, each test's line is printed as the test finishes, then the verdict's line, on
-stdout:
+A Sphere problem, without --json: each test's line is printed as the test finishes, then the
+verdict's line, on stdout:
   test N - STATUS (score=SCORE, sig=SIGNAL, time=SECONDS, mem=KIB)
 (SECONDS of CPU time, peak memory in KiB), with a line `  info: ...` under a test for each
 line its test case judge wrote for the user, and `  message: ...` for each line of segid's
 note on it (the reason for an IE, or which limit was hit). Before the verdict's line, stderr
 gets the compiler's output after a compilation error (CE), or the reason for an IE
 (`segi: internal error: ...`).
-With --json, stdout carries only JSON Lines: each test event as segid sent it
-({\"type\":\"test\",\"test\":0,\"status\":\"AC\",...}), then the result object
-(status, score, signal, time, memory, language, tests, message, compilation).
-
 STATUS is one of AC (accepted), WA (wrong answer), TLE (time limit), RE (runtime error: a
 non-zero exit or a signal), MLE (memory limit), OLE (output limit), CE (compilation error),
 IE (internal error: a judge or the sandbox failed, never the submission's fault).
 
-Exit status: 0 if the verdict is AC; 1 for any other verdict the submission earned (WA, TLE,
-RE, MLE, OLE, CE); 2 for IE; 125 if segi-client or segid failed (connection, usage, a problem
-package or language segid refuses); 130 if interrupted (Ctrl-C cancels the judging).
+A problem with a strategy, without --json: each verdict change is printed on stdout as it
+happens, a test's or the submission's, with its points (PT) and comment:
+  test 3: WA (expected 5, got 6)
+  submission: PT 2.5
+then, at the end, each test's line (none after CE: no test ran), each group's line (when the
+problem has groups) and the verdict's line:
+  test N - VERDICT (points=POINTS/MAX, time=SECONDS, mem=KIB KiB)
+    comment: ...
+  group NAME: POINTS/MAX passed (or failed)
+  VERDICT (points=POINTS/MAX)
+Before the verdict's line, stderr gets the result's comment: the compiler's output after CE,
+the strategy's error after CF (`segi: check failed: ...`).
+A test's VERDICT is OK, WA, PE (presentation error), RE, TLE, MLE, ILE (idleness: real time),
+SV (security violation), PT (partial points), IG (ignored: a group it depends on failed), CF
+(check failed: the problem's fault, never the submission's) or CE. The submission's VERDICT
+is AC, the first failed test's verdict and number (e.g. WA 3), PT (a scored problem), CE or
+CF.
 
-Example:
+With --json, stdout carries only JSON Lines: each test or verdict event as segid sent it
+({\"type\":\"test\",\"test\":0,\"status\":\"AC\",...} or
+{\"type\":\"verdict\",\"test\":3,\"verdict\":\"WA\",...}), then the result object: for a
+Sphere problem status, score, signal, time, memory, language, tests, message, compilation;
+for a problem with a strategy verdict, points, max_points, language, strategy, tests, groups,
+comment.
+
+Exit status: 0 if the verdict is AC; 1 for any other verdict the submission earned (WA, TLE,
+RE, MLE, OLE, CE; WA 3, PT, ...); 2 for IE or CF (the judge's or the problem's failure); 125 if
+segi-client or segid failed (connection, usage, a problem package or language segid refuses);
+130 if interrupted (Ctrl-C cancels the judging).
+
+Examples:
   $ segi-client judge --problem examples/problems/sum \\
         --submission examples/problems/sum/solutions/ac.c
   test 0 - AC (score=0.00, sig=0, time=0.00, mem=572)
   test 1 - AC (score=0.00, sig=0, time=0.00, mem=528)
   ...
   test 4 - AC (score=0.00, sig=0, time=0.00, mem=580)
-  AC (score=0.00, sig=0, time=0.01, mem=580)";
+  AC (score=0.00, sig=0, time=0.01, mem=580)
+
+  $ segi-client judge --problem examples/pipelines/standard \\
+        --submission examples/pipelines/standard/solutions/ac.cpp
+  test 1 - OK (points=1.00/1.00, time=0.00, mem=1408 KiB)
+  ...
+  AC (points=3.00/3.00)";
 
 const GRADE_HELP: &str = "\
 Runs program graders (Microsoft Vally's \"program\" grader) on a workspace an AI agent changed.
@@ -239,7 +273,7 @@ pub enum Command {
     /// Evaluates a submission with a SEGI evaluator in a fresh sandbox
     #[command(after_help = EVALUATE_HELP)]
     Evaluate(EvaluateArgs),
-    /// Judges a submission on a problem package (tests, test case judges, a master judge)
+    /// Judges a submission on a problem package (a Sphere problem, or one with a strategy)
     #[command(after_help = JUDGE_HELP)]
     Judge(JudgeArgs),
     /// Grades a workspace with program graders (Microsoft Vally's "program" grader)
@@ -306,7 +340,7 @@ pub struct EvaluateArgs {
 
 #[derive(Debug, Args)]
 pub struct JudgeArgs {
-    /// The problem package: problem.toml, tests/N.in, tests/N.out, judge sources
+    /// The problem package: problem.toml, tests/N.in, tests/N.out, judge or strategy sources
     #[arg(long, value_name = "DIR")]
     pub problem: PathBuf,
 
@@ -611,7 +645,7 @@ mod tests {
         let mut command = Cli::command();
         for name in ["ping", "capabilities", "run", "evaluate", "judge", "grade"] {
             let help = command.find_subcommand_mut(name).unwrap().render_long_help().to_string();
-            assert!(help.contains("Example:"), "{name}: {help}");
+            assert!(help.contains("Example:") || help.contains("Examples:"), "{name}: {help}");
             assert!(help.contains(&format!("segi-client {name}")), "{name}: {help}");
         }
     }
@@ -677,6 +711,24 @@ mod tests {
         let message = usage_error(&["evaluate", "--wall-time", "later", "--", "x"]);
         assert!(message.contains("--wall-time") && message.contains("500ms"), "{message}");
         assert!(parse(&["evaluate", "--problem", "p"]).is_err());
+    }
+
+    #[test]
+    fn judge_help_tells_both_kinds_of_problems() {
+        use clap::CommandFactory;
+        let help = Cli::command().find_subcommand_mut("judge").unwrap().render_long_help().to_string();
+        for wanted in [
+            "docs/problems.md",
+            "Sphere problem",
+            "problem with a strategy",
+            "segi-client judge --problem examples/problems/sum",
+            "segi-client judge --problem examples/pipelines/standard",
+            "--submission examples/pipelines/standard/solutions/ac.cpp",
+            "test 3: WA (expected 5, got 6)",
+            "2 for IE or CF",
+        ] {
+            assert!(help.contains(wanted), "{wanted}: {help}");
+        }
     }
 
     #[test]

@@ -128,7 +128,7 @@ impl<O: Write, E: Write> Screen<O, E> {
             }
             Event::Stderr(payload) => write_flushed(&mut self.err, &decode(payload)?),
             // `run`, `judge` and `grade` events.
-            Event::Queued { .. } | Event::Test(_) | Event::Grader(_) => Ok(()),
+            Event::Queued { .. } | Event::Test(_) | Event::Grader(_) | Event::Verdict(_) => Ok(()),
         }
     }
 

@@ -1,14 +1,18 @@
 //! `segi-client judge`: read the problem package, open the submission, judge, show each test's
-//! result as it comes, then end with the verdict.
+//! result (a Sphere problem) or each verdict change (a problem with a strategy) as it comes,
+//! then end with the verdict.
 
 use std::io::{self, Write};
 use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 
 use anyhow::Context as _;
-use segi_client::client::RawEvent;
-use segi_client::report::{judge_exit_status, test_lines, verdict_line};
-use segi_proto::judge::{JudgeRequest, JudgeResult, SourceFile, Status};
+use segi_client::client::{JudgeOutcome, RawEvent};
+use segi_client::report::{
+    judge_exit_status, pipeline_exit_status, pipeline_group_line, pipeline_test_lines, pipeline_verdict_line,
+    test_lines, verdict_line, verdict_update_lines,
+};
+use segi_proto::judge::{JudgeRequest, JudgeResult, PipelineResult, SourceFile, Status};
 use segi_proto::Event;
 use tokio::signal::unix::{signal, SignalKind};
 
@@ -36,9 +40,17 @@ pub async fn judge(socket: Option<PathBuf>, json: bool, args: JudgeArgs) -> anyh
             _ = terminate.recv() => return cancel(&client, judging.id(), "judging", &mut interrupt, &mut terminate).await,
         }
     }
-    let result = judging.finish().await?;
-    screen.verdict(&result).context("cannot show the verdict")?;
-    Ok(judge_exit_status(result.status))
+    let outcome = judging.finish_any().await?;
+    screen.outcome(&outcome).context("cannot show the verdict")?;
+    Ok(exit_status(&outcome))
+}
+
+/// 0 for AC, 1 for another verdict of the submission, 2 for the judge's failure (IE, CF).
+fn exit_status(outcome: &JudgeOutcome) -> u8 {
+    match outcome {
+        JudgeOutcome::Sphere(result) => judge_exit_status(result.status),
+        JudgeOutcome::Pipeline(result) => pipeline_exit_status(&result.verdict),
+    }
 }
 
 /// The request as the daemon takes it: the package inline, the submission as descriptor 0.
@@ -64,18 +76,62 @@ struct Screen<O, E> {
 impl<O: Write, E: Write> Screen<O, E> {
     fn event(&mut self, event: &RawEvent) -> io::Result<()> {
         match (&event.event, self.json) {
-            (Event::Test(_), true) => {
+            (Event::Test(_) | Event::Verdict(_), true) => {
                 let mut line = event.json.get().as_bytes().to_vec();
                 line.push(b'\n');
                 write_flushed(&mut self.out, &line)
             }
             (Event::Test(test), false) => write_flushed(&mut self.out, test_lines(test).as_bytes()),
+            (Event::Verdict(update), false) => write_flushed(&mut self.out, verdict_update_lines(update).as_bytes()),
             (Event::Queued { ahead }, false) => {
                 let line = format!("segi: queued: every run slot is busy, {ahead} other run(s) waiting ahead\n");
                 write_flushed(&mut self.err, line.as_bytes())
             }
             _ => Ok(()),
         }
+    }
+
+    fn outcome(&mut self, outcome: &JudgeOutcome) -> io::Result<()> {
+        match outcome {
+            JudgeOutcome::Sphere(result) => self.verdict(result),
+            JudgeOutcome::Pipeline(result) => self.pipeline(result),
+        }
+    }
+
+    /// Each test's lines (none after CE) and each group's line on `out`, then the result's
+    /// comment on `err`
+    /// (the compiler's output after CE, the strategy's error after CF), then the verdict's
+    /// line on `out`; or the result object as the last JSON line.
+    fn pipeline(&mut self, result: &PipelineResult) -> io::Result<()> {
+        if self.json {
+            let mut line = serde_json::to_vec(result).map_err(io::Error::other)?;
+            line.push(b'\n');
+            return write_flushed(&mut self.out, &line);
+        }
+        let mut text = String::new();
+        // After CE no test ran: whatever the result says of them (segid lists them as OK) means
+        // nothing, and would read as if they passed.
+        let tests = if result.verdict == "CE" { &[][..] } else { &result.tests[..] };
+        for test in tests {
+            text += &pipeline_test_lines(test);
+        }
+        for group in &result.groups {
+            text += &pipeline_group_line(group);
+            text.push('\n');
+        }
+        write_flushed(&mut self.out, text.as_bytes())?;
+        if let Some(comment) = result.comment.as_deref().filter(|c| !c.trim().is_empty()) {
+            let mut text = match result.verdict.as_str() {
+                "CE" => comment.to_owned(),
+                "CF" => format!("segi: check failed: {comment}"),
+                _ => format!("segi: {comment}"),
+            };
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            write_flushed(&mut self.err, text.as_bytes())?;
+        }
+        write_flushed(&mut self.out, format!("{}\n", pipeline_verdict_line(result)).as_bytes())
     }
 
     /// The verdict's line on `out`, after segid's message on `err` (the compiler's output after
@@ -261,5 +317,133 @@ mod tests {
         assert_eq!(out, "IE (score=0.00, sig=0, time=0.00, mem=0)\n");
         assert_eq!(err, "segi: internal error: the master judge wrote \"oops\"\n");
         assert_eq!(judge_exit_status(ie.status), 2);
+    }
+
+    fn pipeline(json: serde_json::Value) -> PipelineResult {
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn shown_pipeline(json: bool, events: &[&str], result: &PipelineResult) -> (String, String) {
+        let mut screen = Screen { out: Vec::new(), err: Vec::new(), json };
+        for event in events {
+            screen.event(&raw(event)).unwrap();
+        }
+        screen.outcome(&JudgeOutcome::Pipeline(result.clone())).unwrap();
+        (String::from_utf8(screen.out).unwrap(), String::from_utf8(screen.err).unwrap())
+    }
+
+    const VERDICTS: [&str; 4] = [
+        r#"{"type":"queued","ahead":0}"#,
+        r#"{"type":"verdict","test":1,"verdict":"WA","comment":"expected 5, got 6"}"#,
+        r#"{"type":"verdict", "test":2,"verdict":"PT","points":0.5}"#,
+        r#"{"type":"verdict","test":null,"verdict":"PT","points":0.5}"#,
+    ];
+
+    fn pt() -> PipelineResult {
+        pipeline(serde_json::json!({
+            "verdict": "PT", "points": 0.5, "max_points": 3.0, "language": "python3", "strategy": "standard",
+            "tests": [
+                {"no": 1, "verdict": "WA", "max_points": 1.0, "comment": "expected 5, got 6", "group": "g1",
+                 "time": 0.012, "memory": 3_272_704},
+                {"no": 2, "verdict": "PT", "points": 0.5, "max_points": 2.0, "group": "g2", "time": 0.5,
+                 "memory": 1_048_576},
+            ],
+            "groups": [
+                {"name": "g1", "points": 0.0, "max_points": 1.0, "passed": false, "feedback": "none"},
+                {"name": "g2", "points": 0.5, "max_points": 2.0, "passed": false, "feedback": "none"},
+            ],
+        }))
+    }
+
+    #[test]
+    fn pipeline_verdicts_as_they_come_then_tests_groups_and_the_verdict() {
+        let (out, err) = shown_pipeline(false, &VERDICTS, &pt());
+        assert_eq!(
+            out,
+            "test 1: WA (expected 5, got 6)\n\
+             test 2: PT 0.5\n\
+             submission: PT 0.5\n\
+             test 1 - WA (points=0.00/1.00, time=0.01, mem=3196 KiB)\n  comment: expected 5, got 6\n\
+             test 2 - PT (points=0.50/2.00, time=0.50, mem=1024 KiB)\n\
+             group g1: 0.00/1.00 failed\n\
+             group g2: 0.50/2.00 failed\n\
+             PT (points=0.50/3.00)\n"
+        );
+        assert_eq!(err, "segi: queued: every run slot is busy, 0 other run(s) waiting ahead\n");
+        assert_eq!(exit_status(&JudgeOutcome::Pipeline(pt())), 1);
+    }
+
+    #[test]
+    fn pipeline_json_lines_keep_the_events_as_sent() {
+        let (out, err) = shown_pipeline(true, &VERDICTS, &pt());
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 4, "{out}");
+        assert_eq!(lines[..3], VERDICTS[1..]);
+        let last: serde_json::Value = serde_json::from_str(lines[3]).unwrap();
+        assert_eq!(last["verdict"], "PT");
+        assert_eq!(last["strategy"], "standard");
+        assert_eq!(last["tests"][0]["comment"], "expected 5, got 6");
+        assert_eq!(last["groups"][1]["name"], "g2");
+        assert!(last.get("comment").is_none(), "{last}");
+        assert!(last.get("status").is_none(), "{last}");
+        assert_eq!(err, "");
+    }
+
+    #[test]
+    fn pipeline_accepted_without_groups() {
+        let ac = pipeline(serde_json::json!({
+            "verdict": "AC", "points": 2.0, "max_points": 2.0, "language": "python3", "strategy": "standard",
+            "tests": [
+                {"no": 1, "verdict": "OK", "max_points": 1.0, "time": 0.017, "memory": 3_272_704},
+                {"no": 2, "verdict": "OK", "max_points": 1.0, "time": 0.012, "memory": 3_399_680},
+            ],
+        }));
+        let (out, err) = shown_pipeline(false, &[], &ac);
+        assert_eq!(
+            out,
+            "test 1 - OK (points=1.00/1.00, time=0.02, mem=3196 KiB)\n\
+             test 2 - OK (points=1.00/1.00, time=0.01, mem=3320 KiB)\n\
+             AC (points=2.00/2.00)\n"
+        );
+        assert_eq!(err, "");
+        assert_eq!(exit_status(&JudgeOutcome::Pipeline(ac)), 0);
+    }
+
+    #[test]
+    fn pipeline_compilation_errors_and_check_failures_explain_on_stderr() {
+        let ce = pipeline(serde_json::json!({
+            "verdict": "CE", "points": 0.0, "max_points": 2.0, "language": "cpp", "strategy": "standard",
+            "tests": [{"no": 1, "verdict": "OK", "max_points": 2.0, "time": 0.0, "memory": 0}],
+            "comment": "ac.cpp:1:1: error: expected ';'\n",
+        }));
+        let (out, err) = shown_pipeline(false, &[r#"{"type":"verdict","test":null,"verdict":"CE"}"#], &ce);
+        assert_eq!(out, "submission: CE\nCE (points=0.00/2.00)\n");
+        assert_eq!(err, "ac.cpp:1:1: error: expected ';'\n");
+        assert_eq!(exit_status(&JudgeOutcome::Pipeline(ce)), 1);
+
+        let cf = pipeline(serde_json::json!({
+            "verdict": "CF", "points": 0.0, "max_points": 2.0, "language": "python3", "strategy": "custom",
+            "tests": [{"no": 1, "verdict": "CF", "max_points": 2.0, "comment": "checker exited 3", "time": 0.0,
+                       "memory": 0}],
+            "comment": "strategy.py raised ValueError",
+        }));
+        let (out, err) = shown_pipeline(false, &[], &cf);
+        assert_eq!(
+            out,
+            "test 1 - CF (points=0.00/2.00, time=0.00, mem=0 KiB)\n  comment: checker exited 3\nCF (points=0.00/2.00)\n"
+        );
+        assert_eq!(err, "segi: check failed: strategy.py raised ValueError\n");
+        assert_eq!(exit_status(&JudgeOutcome::Pipeline(cf)), 2);
+    }
+
+    #[test]
+    fn sphere_exit_statuses_through_the_outcome() {
+        assert_eq!(exit_status(&JudgeOutcome::Sphere(wa())), 1);
+        let mut ac = wa();
+        ac.status = Status::AC;
+        assert_eq!(exit_status(&JudgeOutcome::Sphere(ac)), 0);
+        let mut ie = wa();
+        ie.status = Status::IE;
+        assert_eq!(exit_status(&JudgeOutcome::Sphere(ie)), 2);
     }
 }

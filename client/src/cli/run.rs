@@ -120,7 +120,9 @@ fn show_event(event: &Event, json: bool) -> anyhow::Result<()> {
             return write_flushed(&mut std::io::stderr().lock(), line.as_bytes()).context("cannot write to stderr");
         }
         // Only `evaluate`, `judge` and `grade` send these.
-        Event::Text { .. } | Event::Data { .. } | Event::Test(_) | Event::Grader(_) => return Ok(()),
+        Event::Text { .. } | Event::Data { .. } | Event::Test(_) | Event::Grader(_) | Event::Verdict(_) => {
+            return Ok(())
+        }
     };
     let bytes = payload.to_bytes().context("segid sent output that is not valid base64")?;
     let written = match to_stdout {

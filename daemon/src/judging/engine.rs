@@ -86,6 +86,12 @@ impl Engine {
         }
     }
 
+    /// A permit for no slot at all: for runs that must not wait in line (a strategy, which
+    /// mostly waits for its own invocations; invocations joined by pipes).
+    pub async fn unlimited_slot(&self) -> Option<Arc<OwnedSemaphorePermit>> {
+        self.daemon.run_slots.clone().acquire_many_owned(0).await.ok().map(Arc::new)
+    }
+
     /// Runs `launch` in a fresh sandbox holding `slot` (taken with [`Engine::slots`]).
     pub async fn run(&self, launch: Launch<'_>, slot: Arc<OwnedSemaphorePermit>) -> Result<Ran, String> {
         let files = launch

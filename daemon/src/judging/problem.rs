@@ -14,6 +14,7 @@ use super::builtin::{MasterJudge, TestJudge};
 const JUDGE_TIME_LIMIT: f64 = 10.0;
 const JUDGE_MEMORY_LIMIT: u64 = 512 << 20;
 const OUTPUT_LIMIT: u64 = 64 << 20;
+const STRATEGY_TIME_LIMIT: f64 = 10.0;
 
 /// A judge program of the problem's own: its source, compiled like a submission.
 #[derive(Debug, Clone)]
@@ -54,8 +55,106 @@ pub struct Problem {
     /// CPU seconds a judge may take, per run.
     pub judge_time_limit: f64,
     pub judge_memory_limit: u64,
+    /// CPU seconds a strategy may use (it mostly waits for what it runs).
+    pub strategy_time_limit: f64,
     pub tests: Vec<Test>,
+    /// Set when the problem has a `strategy` (pipelines.md): then the test case judge and the
+    /// master judge are unused and the strategy decides.
+    pub pipeline: Option<Pipeline>,
 }
+
+/// The pipeline part of a package: the strategy, the problem's executables, groups, points.
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    /// The strategy script: a built-in's name or the package's own source.
+    pub strategy: StrategySource,
+    /// `checker`, `interactor`, ...: source and kind.
+    pub executables: BTreeMap<String, ProblemExecutable>,
+    pub groups: Vec<RawGroup>,
+    /// Each test's points (pipelines' `test.points`), default 1.
+    pub points: Vec<f64>,
+    /// Each test's group, when there are groups.
+    pub test_groups: Vec<Option<String>>,
+    /// Every file of the package, for the strategy's `problem/<path>` handles.
+    pub files: BTreeMap<String, Arc<Vec<u8>>>,
+    /// Each test's other files: `tests/N.code.cpp` is the test's `code` attribute, a File named
+    /// `code.cpp` (2.8's `test.code`), by attribute.
+    pub test_files: Vec<BTreeMap<String, TestFile>>,
+}
+
+/// A test's own file: its name in the package (after `N.`) and its bytes.
+pub type TestFile = (String, Arc<Vec<u8>>);
+
+#[derive(Debug, Clone)]
+pub enum StrategySource {
+    Builtin(String),
+    Custom(Arc<Vec<u8>>),
+}
+
+#[derive(Debug, Clone)]
+pub struct ProblemExecutable {
+    pub source: CustomJudge,
+    /// `user`, `system` or `testlib`.
+    pub kind: String,
+}
+
+/// A group of tests (decisions 22).
+#[derive(Debug, Clone, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawGroup {
+    pub name: String,
+    /// Test numbers, from 1 as pipelines number them.
+    pub tests: Vec<u32>,
+    #[serde(default = "complete_group")]
+    pub points_policy: String,
+    #[serde(default = "complete")]
+    pub feedback_policy: String,
+    #[serde(default)]
+    pub dependencies: Vec<String>,
+}
+
+fn complete_group() -> String {
+    "complete-group".into()
+}
+
+fn complete() -> String {
+    "complete".into()
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawStrategy {
+    Builtin(String),
+    Custom { source: String },
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExecutable {
+    source: String,
+    #[serde(default)]
+    language: Option<String>,
+    #[serde(default = "testlib")]
+    kind: String,
+}
+
+fn testlib() -> String {
+    "testlib".into()
+}
+
+/// The strategies segi ships (`policies/strategy/builtin/<name>.py`).
+pub const BUILTIN_STRATEGIES: [&str; 10] = [
+    "standard",
+    "run_twice",
+    "interactive",
+    "file_io",
+    "output_only",
+    "compile_with_grader",
+    "efficiency",
+    "raw",
+    "valuer",
+    "grader",
+];
 
 /// `problem.toml` as written.
 #[derive(Deserialize)]
@@ -71,7 +170,16 @@ struct RawProblem {
     output_limit: Option<Quantity>,
     #[serde(default)]
     interactive: bool,
-    test_judge: RawJudge,
+    #[serde(default)]
+    test_judge: Option<RawJudge>,
+    #[serde(default)]
+    strategy: Option<RawStrategy>,
+    #[serde(default)]
+    executables: BTreeMap<String, RawExecutable>,
+    #[serde(default)]
+    groups: Vec<RawGroup>,
+    #[serde(default)]
+    points: Option<Vec<f64>>,
     #[serde(default = "generic")]
     master_judge: RawJudge,
     #[serde(default)]
@@ -80,6 +188,8 @@ struct RawProblem {
     judge_time_limit: Option<Quantity>,
     #[serde(default)]
     judge_memory_limit: Option<Quantity>,
+    #[serde(default)]
+    strategy_time_limit: Option<Quantity>,
 }
 
 fn generic() -> RawJudge {
@@ -145,10 +255,18 @@ impl Problem {
             Some(q) => q.seconds("wall_time_limit")?,
             None => 3.0 * time_limit + 1.0,
         };
-        let tests = read_tests(files, matches!(raw.test_judge, RawJudge::Custom { .. }))?;
+        let pipeline_problem = raw.strategy.is_some();
+        if pipeline_problem && raw.test_judge.is_some() {
+            return Err(
+                "problem.toml: a problem has a test_judge (Sphere judging) or a strategy (a pipeline), not both".into(),
+            );
+        }
+        // A strategy reads what it wants: model outputs are optional there.
+        let custom_judge = matches!(raw.test_judge, Some(RawJudge::Custom { .. }));
+        let tests = read_tests(files, custom_judge || pipeline_problem)?;
         let test_judge = match raw.test_judge {
-            RawJudge::Custom { source, language } => Judge::Custom(custom(files, source, language)?),
-            named => {
+            Some(RawJudge::Custom { source, language }) => Judge::Custom(custom(files, source, language)?),
+            Some(named) => {
                 let name = named.name();
                 Judge::Builtin(TestJudge::by_name(&name).ok_or_else(|| {
                     format!(
@@ -157,6 +275,14 @@ impl Problem {
                     )
                 })?)
             }
+            None if pipeline_problem => Judge::Builtin(TestJudge::IgnoreWhitespace),
+            None => {
+                return Err("problem.toml needs test_judge = ... (Sphere judging) or strategy = ... (a pipeline)".into())
+            }
+        };
+        let pipeline = match raw.strategy {
+            None => None,
+            Some(strategy) => Some(pipeline(files, strategy, raw.executables, raw.groups, raw.points, tests.len())?),
         };
         let master_judge = match raw.master_judge {
             RawJudge::Custom { source, language } => Judge::Custom(custom(files, source, language)?),
@@ -208,9 +334,89 @@ impl Problem {
                 .map(|q| q.bytes("judge_memory_limit"))
                 .transpose()?
                 .unwrap_or(JUDGE_MEMORY_LIMIT),
+            strategy_time_limit: raw
+                .strategy_time_limit
+                .as_ref()
+                .map(|q| q.seconds("strategy_time_limit"))
+                .transpose()?
+                .unwrap_or(STRATEGY_TIME_LIMIT),
             tests,
+            pipeline,
         })
     }
+}
+
+fn pipeline(
+    files: &BTreeMap<String, Arc<Vec<u8>>>,
+    strategy: RawStrategy,
+    executables: BTreeMap<String, RawExecutable>,
+    groups: Vec<RawGroup>,
+    points: Option<Vec<f64>>,
+    tests: usize,
+) -> Result<Pipeline, String> {
+    let strategy = match strategy {
+        RawStrategy::Builtin(name) if BUILTIN_STRATEGIES.contains(&name.as_str()) => StrategySource::Builtin(name),
+        RawStrategy::Builtin(name) => {
+            return Err(format!(
+                "problem.toml: strategy {name:?} is not a built-in one ({}) nor {{ source = \"strategy.py\" }}",
+                BUILTIN_STRATEGIES.join(", ")
+            ))
+        }
+        RawStrategy::Custom { source } => StrategySource::Custom(
+            files
+                .get(&source)
+                .cloned()
+                .ok_or_else(|| format!("problem.toml names the strategy {source:?}, not in the problem"))?,
+        ),
+    };
+    let mut checked = BTreeMap::new();
+    for (name, exe) in executables {
+        if !matches!(exe.kind.as_str(), "user" | "system" | "testlib") {
+            return Err(format!("problem.toml: executables.{name}.kind must be user, system or testlib"));
+        }
+        let plain = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !plain {
+            return Err(format!("problem.toml: executable name {name:?} must be letters, digits and _"));
+        }
+        checked.insert(name, ProblemExecutable { source: custom(files, exe.source, exe.language)?, kind: exe.kind });
+    }
+    let points = points.unwrap_or_else(|| vec![1.0; tests]);
+    if points.len() != tests || points.iter().any(|p| !p.is_finite() || *p < 0.0) {
+        return Err(format!("problem.toml: points must be {tests} numbers >= 0, one per test"));
+    }
+    let mut test_groups = vec![None; tests];
+    for group in &groups {
+        if !matches!(group.points_policy.as_str(), "complete-group" | "each-test") {
+            return Err(format!("problem.toml: group {}: points_policy is complete-group or each-test", group.name));
+        }
+        if !matches!(group.feedback_policy.as_str(), "none" | "points" | "icpc" | "complete") {
+            return Err(format!(
+                "problem.toml: group {}: feedback_policy is none, points, icpc or complete",
+                group.name
+            ));
+        }
+        for &no in &group.tests {
+            let slot = test_groups
+                .get_mut((no as usize).wrapping_sub(1))
+                .ok_or_else(|| format!("problem.toml: group {} names test {no}; tests are 1 to {tests}", group.name))?;
+            if let Some(other) = slot.replace(group.name.clone()) {
+                return Err(format!("problem.toml: test {no} is in groups {other} and {}", group.name));
+            }
+        }
+    }
+    if !groups.is_empty() && test_groups.iter().any(Option::is_none) {
+        return Err("problem.toml: with groups, every test must be in one".into());
+    }
+    let mut test_files = vec![BTreeMap::new(); tests];
+    for (path, bytes) in files {
+        let Some((number, rest)) = path.strip_prefix("tests/").and_then(|name| name.split_once('.')) else { continue };
+        let (Ok(n), attr) = (number.parse::<usize>(), rest.split('.').next().unwrap_or_default()) else { continue };
+        if rest == "in" || rest == "out" || attr.is_empty() || n >= tests {
+            continue;
+        }
+        test_files[n].insert(attr.to_string(), (rest.to_string(), bytes.clone()));
+    }
+    Ok(Pipeline { strategy, executables: checked, groups, points, test_groups, files: files.clone(), test_files })
 }
 
 impl RawJudge {

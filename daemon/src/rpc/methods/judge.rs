@@ -77,7 +77,13 @@ async fn judge(
     let problem = Problem::from_files(&files).map_err(RpcError::invalid_params)?;
     let policies = ctx.daemon.policies();
     let languages = policies.languages.clone();
-    let (language, _) = languages.choose(req.language.as_deref(), filename).map_err(RpcError::invalid_params)?;
+    // A strategy may take a submission that is no program (an archive, raw data): its
+    // language is then unknown, and only compiling it fails (CE).
+    let language = match languages.choose(req.language.as_deref(), filename) {
+        Ok((language, _)) => language,
+        Err(_) if problem.pipeline.is_some() && req.language.is_none() => "",
+        Err(e) => return Err(RpcError::invalid_params(e)),
+    };
     let submission =
         Submission { filename: filename.clone(), source: Arc::new(source), language: language.to_string() };
 
@@ -92,6 +98,24 @@ async fn judge(
         }
     });
     let engine = Engine { daemon: ctx.daemon.clone(), cancel };
+    if problem.pipeline.is_some() {
+        // A problem with a strategy (pipelines.md): the strategy decides.
+        let runtime = crate::pipeline::host::Runtime::load(&ctx.daemon.settings.policies_dir)
+            .map_err(|e| RpcError::internal(format!("segi's strategy runtime is missing: {e}")))?;
+        let result =
+            crate::pipeline::host::judge(engine, Arc::new(problem), languages, &runtime, submission, events).await;
+        let _ = forwarder.await;
+        tracing::info!(
+            method = "judge",
+            peer_uid = ctx.peer_uid,
+            strategy = result.strategy,
+            language = result.language,
+            verdict = result.verdict,
+            points = result.points,
+            "judged"
+        );
+        return serde_json::to_value(&result).map_err(|e| RpcError::internal(e.to_string()));
+    }
     let result = sphere::judge(engine, Arc::new(problem), &languages, submission, events).await;
     let _ = forwarder.await;
     tracing::info!(

@@ -1,0 +1,4 @@
+//! Problem pipelines (being written).
+pub mod host;
+pub mod testlib;
+pub mod valuation;

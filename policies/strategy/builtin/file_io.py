@@ -1,0 +1,9 @@
+# Built-in strategy: input.txt/output.txt as well as the standard streams.
+# pipelines.md, section 2.6 (Custom file names).
+user = await compile(submission)
+
+for test in tests:
+    with test:
+        output = File()
+        user(stdin=test.input, stdout=output, files={"input.txt": test.input, "output.txt": output.rw()})
+        checker(test.input, output, test.answer)
