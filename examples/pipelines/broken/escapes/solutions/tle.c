@@ -1,0 +1,5 @@
+int main(void) {
+    volatile unsigned long n = 0;
+    for (;;)
+        n++;
+}

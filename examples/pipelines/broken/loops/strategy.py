@@ -1,0 +1,5 @@
+# Compiles the submission, then spins forever before judging anything.
+user = await compile(submission)
+n = 0
+while True:
+    n += 1

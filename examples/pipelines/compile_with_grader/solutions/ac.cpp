@@ -1,0 +1,7 @@
+#include "grader.h"
+
+long long sum_of(const std::vector<long long> &numbers) {
+    long long sum = 0;
+    for (long long x : numbers) sum += x;
+    return sum;
+}

@@ -1,0 +1,15 @@
+# Binary search: at most 30 guesses for N up to 10^9.
+import sys
+
+n = int(sys.stdin.readline())
+lo, hi = 1, n
+while lo <= hi:
+    mid = (lo + hi) // 2
+    print(mid, flush=True)
+    reply = sys.stdin.readline().strip()
+    if reply in ("correct", ""):
+        break
+    if reply == "higher":
+        lo = mid + 1
+    else:
+        hi = mid - 1

@@ -1,0 +1,3 @@
+import math
+
+print(f"{math.sqrt(float(input())):.12f}")
