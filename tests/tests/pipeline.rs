@@ -272,3 +272,63 @@ fn a_custom_strategy_rates_by_efficiency() {
     assert_eq!(v, "PT", "{response}");
     assert!(points > 0.0 && points < 1.0, "{response}");
 }
+
+#[test]
+fn a_cpp_testlib_checker_gives_partial_points_by_exit_code_and_stderr() {
+    // Exit 7 with `points X` on stderr is PT (decisions 21); 3 is the checker's own failure.
+    let checker = r#"#include <cstdio>
+#include <cstdlib>
+int main(int argc, char** argv) {
+    if (argc < 4) return 3;
+    long long out, ans;
+    FILE* o = std::fopen(argv[2], "r");
+    FILE* a = std::fopen(argv[3], "r");
+    if (!o || !a || std::fscanf(a, "%lld", &ans) != 1) return 3;
+    if (std::fscanf(o, "%lld", &out) != 1) { std::fprintf(stderr, "no number\n"); return 2; }
+    if (out == ans) return 0;
+    if (std::llabs(out - ans) <= 10) { std::fprintf(stderr, "points 0.25 close enough\n"); return 7; }
+    std::fprintf(stderr, "expected %lld, found %lld\n", ans, out);
+    return 1;
+}
+"#;
+    let toml = "strategy = \"standard\"";
+    let mut problem = small(toml, &SUM_TESTS, &[("checker.cpp", checker)]);
+    // The package's checker is the C++ one.
+    for file in problem.iter_mut() {
+        if file["path"] == "problem.toml" {
+            let text = file["content"]["text"].as_str().unwrap().replace("checker.py", "checker.cpp");
+            file["content"]["text"] = json!(text);
+        }
+    }
+    let close = b"a, b = map(int, input().split())\nprint(a + b + 5)\n";
+    let (_, response) = judge(problem.clone(), "a.py", close);
+    assert_eq!(test_verdicts(&response), ["PT", "PT", "PT"], "{response}");
+    assert_eq!(verdict(&response), ("PT".into(), 0.75), "{response}");
+    let (_, response) = judge(problem.clone(), "a.py", b"print('words')\n");
+    assert_eq!(verdict(&response).0, "PE 1", "{response}");
+    let (_, response) = judge(problem, "a.py", AC_PY);
+    assert_eq!(verdict(&response), ("AC".into(), 3.0), "{response}");
+}
+
+#[test]
+fn an_external_valuer_rates_the_submission() {
+    // pipelines.md 2.11, the second form: the points go to a testlib valuer, whose verdict
+    // (exit 7, `points X`) is the submission's.
+    let strategy = "submission.disable_autorate()\nuser = await compile(submission)\n\
+        async def run_test(test):\n    with test:\n        output = File()\n        \
+        await user(stdin=test.input, stdout=output)\n        await checker(test.input, output, test.answer)\n    \
+        return test.points if test.verdict is OK else 0\n\
+        test_points = await asyncio.gather(*map(run_test, tests))\n\
+        f = File()\nf.write(f\"{len(test_points)}\\n\".encode())\nfor x in test_points:\n    f.write(f\"{x}\\n\".encode())\n\
+        await valuer(f)\n";
+    let valuer = "import sys\nn, *points = open(sys.argv[1]).read().split()\n\
+        print('points', sum(map(float, points)) * 10, file=sys.stderr)\nsys.exit(7)\n";
+    let toml =
+        "strategy = { source = \"strategy.py\" }\n[executables.valuer]\nsource = \"valuer.py\"\nkind = \"testlib\"";
+    let problem = small(toml, &SUM_TESTS, &[("strategy.py", strategy), ("valuer.py", valuer)]);
+    let (_, response) = judge(problem.clone(), "a.py", AC_PY);
+    assert_eq!(verdict(&response), ("PT".into(), 30.0), "{response}");
+    let (_, response) = judge(problem, "a.py", WA_PY);
+    // 7 - 0 = 7: one test of three.
+    assert_eq!(verdict(&response), ("PT".into(), 10.0), "{response}");
+}
