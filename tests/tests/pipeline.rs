@@ -332,3 +332,13 @@ fn an_external_valuer_rates_the_submission() {
     // 7 - 0 = 7: one test of three.
     assert_eq!(verdict(&response), ("PT".into(), 10.0), "{response}");
 }
+
+#[test]
+fn a_problem_without_a_strategy_gets_the_built_in_one_for_its_type() {
+    // Only a checker: standard input/output.
+    let problem = small("", &SUM_TESTS, &[]);
+    let (_, response) = judge(problem.clone(), "a.py", AC_PY);
+    assert_eq!((verdict(&response).0.as_str(), result(&response)["strategy"].as_str()), ("AC", Some("standard")));
+    let (_, response) = judge(problem, "a.py", WA_PY);
+    assert_eq!(verdict(&response).0, "WA 1", "{response}");
+}

@@ -255,6 +255,17 @@ impl Problem {
             Some(q) => q.seconds("wall_time_limit")?,
             None => 3.0 * time_limit + 1.0,
         };
+        // Without a strategy or a test case judge, the problem's executables say its type:
+        // an interactor makes it interactive, a checker alone standard input/output.
+        let mut raw = raw;
+        if raw.strategy.is_none() && raw.test_judge.is_none() {
+            let inferred = match (raw.executables.contains_key("interactor"), raw.executables.contains_key("checker")) {
+                (true, true) => Some("interactive"),
+                (false, true) => Some("standard"),
+                _ => None,
+            };
+            raw.strategy = inferred.map(|name| RawStrategy::Builtin(name.into()));
+        }
         let pipeline_problem = raw.strategy.is_some();
         if pipeline_problem && raw.test_judge.is_some() {
             return Err(
