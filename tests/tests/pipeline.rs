@@ -342,3 +342,20 @@ fn a_problem_without_a_strategy_gets_the_built_in_one_for_its_type() {
     let (_, response) = judge(problem, "a.py", WA_PY);
     assert_eq!(verdict(&response).0, "WA 1", "{response}");
 }
+
+#[test]
+fn the_client_judges_a_pipeline_problem() {
+    let dir = workspace_dir().join("examples/pipelines/standard");
+    let (problem, wa) = (dir.display().to_string(), dir.join("solutions/wa.py").display().to_string());
+    let out = daemon().client(&["judge", "--problem", &problem, "--submission", &wa]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.lines().any(|l| l.starts_with("test 3 - WA (points=0.00/1.00")), "{stdout}");
+    assert_eq!(stdout.lines().last(), Some("WA 3 (points=3.00/4.00)"), "{stdout}");
+    let ac = dir.join("solutions/ac.py").display().to_string();
+    let out = daemon().client(&["--json", "judge", "--problem", &problem, "--submission", &ac]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let last: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().expect("a line")).expect("JSON");
+    assert_eq!(last["verdict"], "AC", "{last}");
+}
