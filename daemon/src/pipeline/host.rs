@@ -219,7 +219,15 @@ impl Host {
                         continue;
                     }
                 };
-                // Registration (reader-after-writer) happens here, in request order.
+                // Writes and ratings apply here, in request order (a File written in several
+                // calls keeps their order); so does an invocation's registration as a writer.
+                if matches!(request["op"].as_str(), Some("write" | "rate" | "disable_autorate" | "log")) {
+                    // Quick, and their order matters (the last rating is the one that stands).
+                    let mut answer = self.handle(&request, Vec::new()).await.unwrap_or_else(|e| json!({"error": e}));
+                    answer["id"] = request.get("id").cloned().unwrap_or(Value::Null);
+                    let _ = responses.send(answer.to_string()).await;
+                    continue;
+                }
                 let prepared = self.prepare(&request);
                 let (host, responses) = (self.clone(), responses.clone());
                 handlers.spawn(async move {
@@ -282,16 +290,7 @@ impl Host {
     async fn handle(&self, request: &Value, written: Vec<String>) -> Result<Value, String> {
         match request["op"].as_str().unwrap_or_default() {
             "hello" => Ok(self.hello()),
-            "write" => {
-                let data = base64::engine::general_purpose::STANDARD
-                    .decode(request["data"].as_str().unwrap_or_default())
-                    .map_err(|e| format!("data is not base64: {e}"))?;
-                let file = request["file"].as_str().ok_or("write needs a file")?.to_string();
-                let mut state = lock(&self.state);
-                let slot = state.files.entry(file).or_default();
-                Arc::make_mut(&mut slot.bytes).extend_from_slice(&data);
-                Ok(json!({}))
-            }
+            "write" => self.write(request),
             "read" => {
                 let file = request["file"].as_str().ok_or("read needs a file")?;
                 let bytes = self.read_file(file, &[]).await?;
@@ -315,6 +314,18 @@ impl Host {
             }
             other => Err(format!("unknown op {other:?}")),
         }
+    }
+
+    /// Appends to a File (creating it).
+    fn write(&self, request: &Value) -> Result<Value, String> {
+        let data = base64::engine::general_purpose::STANDARD
+            .decode(request["data"].as_str().unwrap_or_default())
+            .map_err(|e| format!("data is not base64: {e}"))?;
+        let file = request["file"].as_str().ok_or("write needs a file")?.to_string();
+        let mut state = lock(&self.state);
+        let slot = state.files.entry(file).or_default();
+        Arc::make_mut(&mut slot.bytes).extend_from_slice(&data);
+        Ok(json!({}))
     }
 
     fn hello(&self) -> Value {
@@ -673,6 +684,9 @@ impl Host {
         let outcome = RunOutcome { status: run_status(&ran.result), stderr: ran.stderr.clone() };
         let (verdict, comment) = valuation::invocation_verdict(kind, &outcome);
         let failed = !matches!(verdict, Verdict::OK | Verdict::PT(_));
+        if let (true, true, Some(no)) = (failed, uses_pipe, test) {
+            self.let_the_cause_report_first(no, kind, verdict).await;
+        }
         let metrics =
             json!({"time": ran.result.cpu_time, "memory": ran.result.memory, "real_time": ran.result.wall_time});
         if test.is_none() && kind == Kind::Testlib {
@@ -706,6 +720,26 @@ impl Host {
             "exit_code": ran.result.exit_code, "signal": ran.result.signal, "verdict": verdict.name(),
             "points": verdict.points(), "comment": comment, "metrics": metrics, "failed": failed, "aborted": false,
         }))
+    }
+
+    /// Programs joined by pipes fail together, and which end is seen first is a race: a
+    /// program whose interactor stopped dies of a broken pipe (RE); an interactor whose
+    /// program hit a limit sees end of file (WA). The cause must decide, so a failure that may
+    /// be a consequence waits a moment for the cause to be recorded: a user program's RE for
+    /// the interactor's verdict (2 s), an interactor's verdict for the user's limit (1 s).
+    async fn let_the_cause_report_first(&self, test: u32, kind: Kind, verdict: Verdict) {
+        let wait = match (kind, verdict) {
+            (Kind::User, Verdict::RE) => std::time::Duration::from_secs(2),
+            (Kind::User, _) => return,
+            _ => std::time::Duration::from_secs(1),
+        };
+        let deadline = tokio::time::Instant::now() + wait;
+        while tokio::time::Instant::now() < deadline {
+            if lock(&self.state).tests.get(&test).is_some_and(|t| t.failed) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
     }
 
     /// The limits of an invocation of `kind`: what the strategy asked, never above the problem's.
