@@ -105,6 +105,10 @@ step 0 "Judging: A+B in C, accepted" \
     judge --problem "$repo/examples/problems/sum" --submission "$repo/examples/problems/sum/solutions/ac.c"
 step 1 "Judging: an interactive problem, a solution that runs out of guesses (exit 1: not AC)" \
     judge --problem "$repo/examples/problems/guess" --submission "$repo/examples/problems/guess/solutions/wa.py"
+# A problem with a strategy (pipelines.md): the built-in standard one with a C++ testlib checker.
+step 1 "A pipeline problem: the standard strategy, a solution that overflows on test 3 (exit 1)" \
+    judge --problem "$repo/examples/pipelines/standard" --submission "$repo/examples/pipelines/standard/solutions/wa.py"
+
 # Program graders on an agent's workspace; one grader fails on purpose (exit 1).
 step 1 "Grading an agent's workspace with four program graders (one fails on purpose)" \
     grade --workspace "$repo/examples/graders/workspace" --config "$repo/examples/graders/graders.yaml" \
