@@ -201,7 +201,9 @@ fn setup(
     }
     let inputs: Vec<&str> = plan.inputs.iter().map(|a| a.dir()).collect();
     let mut ruleset = landlock::allow_read(ruleset, &inputs, plan.root.landlock_abi)?;
-    if let (Some(workspace), Some(files)) = (&plan.workspace, &stdio.files) {
+    if let Some(workspace) = &plan.workspace {
+        // A plan with a workspace and no archive is a daemon bug: never start without it.
+        let files = stdio.files.as_ref().ok_or_else(|| SetupError::new("workspace", "the archive is missing"))?;
         // The archive follows the files in the memfd, whose offset place_files left there.
         let source = std::fs::File::from(files.try_clone().map_err(|e| SetupError::new("workspace", e.to_string()))?);
         rootfs::mount_workspace(source.take(workspace.archive_len), workspace.size, plan.root.inside_id)?;
