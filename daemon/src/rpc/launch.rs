@@ -46,6 +46,54 @@ pub fn refuse_when_stopping(ctx: &Context) -> Result<(), RpcError> {
     }
 }
 
+/// Streams `event`s for request `id` to the client until every sender is dropped; await the
+/// handle before answering, so that all events come before the response.
+pub fn forward_events(ctx: &Context, id: &Value) -> (mpsc::Sender<Event>, tokio::task::JoinHandle<()>) {
+    let (events, mut incoming) = mpsc::channel::<Event>(EVENT_QUEUE);
+    let outbox = ctx.outbox.clone();
+    let event_id = id.clone();
+    let forwarder = tokio::spawn(async move {
+        while let Some(event) = incoming.recv().await {
+            if outbox.send(event_notification(&event_id, &event)).await.is_err() {
+                break;
+            }
+        }
+    });
+    (events, forwarder)
+}
+
+/// Serves a request that runs many sandboxes (`judge`, `grade`) in its own task: the id is
+/// registered for `cancel`, `work` gets the event sender and the cancellation, and its value
+/// is the response (a cancelled request answers -32002 with the value as `data`).
+pub async fn serve<F, Fut>(ctx: &Context, id: Value, policy: &str, what: &'static str, work: F)
+where
+    F: FnOnce(Context, mpsc::Sender<Event>, CancellationToken) -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = Result<Value, RpcError>> + Send,
+{
+    let cancel = match register(ctx, &id, policy) {
+        Ok(cancel) => cancel,
+        Err(error) => return ctx.reply(Response::failure(id, error)).await,
+    };
+    let ctx = ctx.clone();
+    tokio::spawn(async move {
+        let key = id.to_string();
+        let (events, forwarder) = forward_events(&ctx, &id);
+        let outcome = work(ctx.clone(), events, cancel.clone()).await;
+        let _ = forwarder.await;
+        let response = match outcome {
+            Ok(value) if cancel.is_cancelled() => {
+                let mut error = RpcError::new(jsonrpc::CANCELLED, format!("the {what} was cancelled"));
+                error.data = Some(value);
+                Response::failure(id, error)
+            }
+            Ok(value) => Response::success(id, value),
+            Err(error) => Response::failure(id, error),
+        };
+        ctx.reply(response).await;
+        ctx.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
+    });
+}
+
 /// Starts the run in its own task and returns; the task replies when the run is over.
 pub async fn start(ctx: &Context, id: Value, launch: Launch) {
     match register(ctx, &id, &launch.policy) {
@@ -136,17 +184,7 @@ async fn execute(
         return ctx.reply(Response::failure(id, error)).await;
     }
     let began = Instant::now();
-    let (events, mut incoming) = mpsc::channel::<Event>(EVENT_QUEUE);
-    let outbox = ctx.outbox.clone();
-    let event_id = id.clone();
-    let forwarder = tokio::spawn(async move {
-        while let Some(event) = incoming.recv().await {
-            let line = event_notification(&event_id, &event);
-            if outbox.send(line).await.is_err() {
-                break;
-            }
-        }
-    });
+    let (events, forwarder) = forward_events(ctx, &id);
     // The run's task outlives this reply (teardown) and holds the slot until it is done.
     let (result_tx, result_rx) = oneshot::channel();
     let cancelled = cancel.clone();

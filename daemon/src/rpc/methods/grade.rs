@@ -5,7 +5,7 @@ use std::os::fd::OwnedFd;
 
 use segi_proto::grade::GradeRequest;
 use segi_proto::jsonrpc::{Response, RpcError};
-use segi_proto::{jsonrpc, Event};
+use segi_proto::Event;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -22,32 +22,18 @@ pub async fn start(ctx: &Context, id: Value, params: Value, fds: Vec<OwnedFd>) {
         Ok(req) => req,
         Err(error) => return ctx.reply(Response::failure(id, error)).await,
     };
-    let cancel = match launch::register(ctx, &id, &req.policy) {
-        Ok(cancel) => cancel,
-        Err(error) => return ctx.reply(Response::failure(id, error)).await,
-    };
-    let ctx = ctx.clone();
-    tokio::spawn(async move {
-        let key = id.to_string();
-        let response = match grade(&ctx, &id, req, fds, cancel.clone()).await {
-            Ok(value) if cancel.is_cancelled() => {
-                let mut error = RpcError::new(jsonrpc::CANCELLED, "the grading was cancelled");
-                error.data = Some(value);
-                Response::failure(id, error)
-            }
-            Ok(value) => Response::success(id, value),
-            Err(error) => Response::failure(id, error),
-        };
-        ctx.reply(response).await;
-        ctx.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
-    });
+    let policy = req.policy.clone();
+    launch::serve(ctx, id, &policy, "grading", move |ctx, events, cancel| async move {
+        grade(&ctx, req, fds, events, cancel).await
+    })
+    .await
 }
 
 async fn grade(
     ctx: &Context,
-    id: &Value,
     req: GradeRequest,
     fds: Vec<OwnedFd>,
+    events: mpsc::Sender<Event>,
     cancel: CancellationToken,
 ) -> Result<Value, RpcError> {
     let policy = ctx.daemon.policies().get(&req.policy).ok_or_else(|| RpcError::invalid_params("unknown policy"))?;
@@ -56,19 +42,8 @@ async fn grade(
     let archive = file_bytes(req.workspace.archive.as_ref(), req.workspace.fd, &mut passed, "the workspace")
         .map_err(RpcError::invalid_params)?;
     let grading = grading::check(req.policy, archive, req.input, req.graders).map_err(RpcError::invalid_params)?;
-    let (events, mut incoming) = mpsc::channel::<Event>(16);
-    let outbox = ctx.outbox.clone();
-    let event_id = id.clone();
-    let forwarder = tokio::spawn(async move {
-        while let Some(event) = incoming.recv().await {
-            if outbox.send(jsonrpc::event_notification(&event_id, &event)).await.is_err() {
-                break;
-            }
-        }
-    });
     let engine = Engine { daemon: ctx.daemon.clone(), cancel };
     let result = grading::grade(engine, grading, events).await;
-    let _ = forwarder.await;
     tracing::info!(
         method = "grade",
         peer_uid = ctx.peer_uid,

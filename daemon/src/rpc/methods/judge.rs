@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use segi_proto::jsonrpc::{Response, RpcError};
 use segi_proto::judge::JudgeRequest;
-use segi_proto::{jsonrpc, Event};
+use segi_proto::Event;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -28,32 +28,18 @@ pub async fn start(ctx: &Context, id: Value, params: Value, fds: Vec<OwnedFd>) {
         Ok(req) => req,
         Err(error) => return ctx.reply(Response::failure(id, error)).await,
     };
-    let cancel = match launch::register(ctx, &id, "default") {
-        Ok(cancel) => cancel,
-        Err(error) => return ctx.reply(Response::failure(id, error)).await,
-    };
-    let ctx = ctx.clone();
-    tokio::spawn(async move {
-        let key = id.to_string();
-        let response = match judge(&ctx, &id, req, fds, cancel.clone()).await {
-            Ok(value) if cancel.is_cancelled() => {
-                let mut error = RpcError::new(jsonrpc::CANCELLED, "the judging was cancelled");
-                error.data = Some(value);
-                Response::failure(id, error)
-            }
-            Ok(value) => Response::success(id, value),
-            Err(error) => Response::failure(id, error),
-        };
-        ctx.reply(response).await;
-        ctx.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&key);
-    });
+    let policy = "default".to_string();
+    launch::serve(ctx, id, &policy, "judging", move |ctx, events, cancel| async move {
+        judge(&ctx, req, fds, events, cancel).await
+    })
+    .await
 }
 
 async fn judge(
     ctx: &Context,
-    id: &Value,
     req: JudgeRequest,
     fds: Vec<OwnedFd>,
+    events: mpsc::Sender<Event>,
     cancel: CancellationToken,
 ) -> Result<Value, RpcError> {
     let named = req.problem.iter().filter_map(|f| f.fd).chain(req.submission.fd).collect();
@@ -87,24 +73,15 @@ async fn judge(
     let submission =
         Submission { filename: filename.clone(), source: Arc::new(source), language: language.to_string() };
 
-    let (events, mut incoming) = mpsc::channel::<Event>(16);
-    let outbox = ctx.outbox.clone();
-    let event_id = id.clone();
-    let forwarder = tokio::spawn(async move {
-        while let Some(event) = incoming.recv().await {
-            if outbox.send(jsonrpc::event_notification(&event_id, &event)).await.is_err() {
-                break;
-            }
-        }
-    });
     let engine = Engine { daemon: ctx.daemon.clone(), cancel };
     if problem.pipeline.is_some() {
         // A problem with a strategy (pipelines.md): the strategy decides.
-        let runtime = crate::pipeline::host::Runtime::load(&ctx.daemon.settings.policies_dir)
+        let runtime = policies
+            .strategy_runtime
+            .clone()
             .map_err(|e| RpcError::internal(format!("segi's strategy runtime is missing: {e}")))?;
         let result =
             crate::pipeline::host::judge(engine, Arc::new(problem), languages, &runtime, submission, events).await;
-        let _ = forwarder.await;
         tracing::info!(
             method = "judge",
             peer_uid = ctx.peer_uid,
@@ -117,7 +94,6 @@ async fn judge(
         return serde_json::to_value(&result).map_err(|e| RpcError::internal(e.to_string()));
     }
     let result = sphere::judge(engine, Arc::new(problem), &languages, submission, events).await;
-    let _ = forwarder.await;
     tracing::info!(
         method = "judge",
         peer_uid = ctx.peer_uid,
