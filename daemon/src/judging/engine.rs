@@ -160,13 +160,32 @@ impl Engine {
     /// Compiles `source` as `language` (under the `compile` policy) into a program; a language
     /// without a compile step just runs its source.
     pub async fn compile(&self, language: &Language, source: &Arc<Vec<u8>>) -> Result<Program, CompileError> {
-        let source_file = (language.source.clone(), source.clone(), false);
+        self.compile_with(language, source, Vec::new()).await
+    }
+
+    /// Compiles `source` with `others` beside it in `/box` (graders, headers, per-test code;
+    /// pipelines.md 2.8, 2.12): those of the language's extensions also go on the compiler's
+    /// command line.
+    pub async fn compile_with(
+        &self,
+        language: &Language,
+        source: &Arc<Vec<u8>>,
+        others: Vec<(String, Arc<Vec<u8>>)>,
+    ) -> Result<Program, CompileError> {
+        let mut files = vec![(language.source.clone(), source.clone(), false)];
+        files.extend(others.into_iter().map(|(name, bytes)| (name, bytes, false)));
         let program = |files| Program { files, command: language.run.clone(), env: language.env.clone() };
         let Some(compile) = &language.compile else {
-            return Ok(program(vec![source_file]));
+            return Ok(program(files));
         };
-        let compiler =
-            Program { files: vec![source_file.clone()], command: compile.clone(), env: language.env.clone() };
+        let mut command = compile.clone();
+        for (name, _, _) in files.iter().skip(1) {
+            let extension = std::path::Path::new(name).extension().and_then(|e| e.to_str()).unwrap_or_default();
+            if language.extensions.iter().any(|e| e == extension) {
+                command.push(name.clone());
+            }
+        }
+        let compiler = Program { files: files.clone(), command, env: language.env.clone() };
         let slot = self.slots(1).await.ok_or_else(|| CompileError::Failed("cancelled".into()))?;
         let launch = Launch {
             program: &compiler,
@@ -191,7 +210,7 @@ impl Engine {
             _ => return Err(CompileError::Rejected { output, result: Box::new(ran.result) }),
         }
         let Some(name) = &language.output else {
-            return Ok(program(vec![source_file]));
+            return Ok(program(files));
         };
         let collected = ran.result.collected.iter().find(|c| &c.path == name);
         match collected.and_then(|c| c.content.as_ref()).map(|c| c.to_bytes()) {

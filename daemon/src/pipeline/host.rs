@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::valuation::{self, FeedbackPolicy, Group, Kind, PointsPolicy, RunOutcome, RunStatus, TestOutcome, Verdict};
-use crate::judging::engine::{self, Engine, Program, KEPT_OUTPUT};
+use crate::judging::engine::{self, CompileError, Engine, Program, KEPT_OUTPUT};
 use crate::judging::languages::{Language, Languages};
 use crate::judging::problem::{Pipeline, Problem, StrategySource};
 use crate::judging::sphere::Submission;
@@ -36,6 +36,7 @@ const COMMENT: usize = 16 * 1024;
 const MAX_REQUEST: usize = 64 << 20;
 
 /// The files of segi's runtime, read from the policies directory.
+#[derive(Debug)]
 pub struct Runtime {
     pub segi_strategy: Vec<u8>,
     pub run: Vec<u8>,
@@ -473,51 +474,19 @@ impl Host {
         }
     }
 
-    /// Compiles `files` (the first as the language's source; the others beside it, and on the
-    /// compiler's command line when they are sources of the language).
+    /// Compiles `files` (the first as the language's source, the others beside it), the
+    /// compiler's complaint as the error.
     async fn compile_files(
         &self,
         language: &Language,
-        files: Vec<(String, Arc<Vec<u8>>, bool)>,
+        mut files: Vec<(String, Arc<Vec<u8>>, bool)>,
     ) -> Result<Program, String> {
-        let Some(compile) = &language.compile else {
-            return Ok(Program { files, command: language.run.clone(), env: language.env.clone() });
-        };
-        let mut command = compile.clone();
-        for (name, _, _) in files.iter().skip(1) {
-            let ext = std::path::Path::new(name).extension().and_then(|e| e.to_str()).unwrap_or_default();
-            if language.extensions.iter().any(|e| e == ext) {
-                command.push(name.clone());
-            }
-        }
-        let compiler = Program { files: files.clone(), command, env: language.env.clone() };
-        let slot = self.engine.slots(1).await.ok_or("cancelled")?;
-        let launch = engine::Launch {
-            program: &compiler,
-            policy: "compile",
-            limits: Limits::default(),
-            wiring: Wiring::default(),
-            collect: language.output.iter().cloned().collect(),
-            keep_stdout: KEPT_OUTPUT,
-        };
-        let ran = self.engine.run(launch, slot).await?;
-        let mut output = ran.stdout;
-        output.extend_from_slice(&ran.stderr);
-        if ran.result.verdict != RunVerdict::OK {
-            return Err(bounded_text(&output, COMMENT));
-        }
-        let Some(name) = &language.output else {
-            return Ok(Program { files, command: language.run.clone(), env: language.env.clone() });
-        };
-        let collected = ran.result.collected.iter().find(|c| &c.path == name);
-        match collected.and_then(|c| c.content.as_ref()).map(|c| c.to_bytes()) {
-            Some(Ok(bytes)) => Ok(Program {
-                files: vec![(name.clone(), Arc::new(bytes), true)],
-                command: language.run.clone(),
-                env: language.env.clone(),
-            }),
-            _ => Err(format!("{}\n(the compiler left no {name})", bounded_text(&output, COMMENT))),
-        }
+        let (_, source, _) = files.remove(0);
+        let others = files.into_iter().map(|(name, bytes, _)| (name, bytes)).collect();
+        self.engine.compile_with(language, &source, others).await.map_err(|e| match e {
+            CompileError::Rejected { output, .. } => output,
+            CompileError::Failed(why) => why,
+        })
     }
 
     /// A problem executable (`checker`, ...) compiled on first use, or one `compile` returned.
