@@ -56,11 +56,20 @@ impl Effective {
 }
 
 /// All policies of a directory, by name (file stem).
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Policies {
     pub by_name: BTreeMap<String, Arc<Policy>>,
     /// `languages.toml` of the same directory (empty when there is none): for `judge`.
     pub languages: Arc<crate::judging::languages::Languages>,
+    /// segi's strategy runtime (`strategy/`), read once with the policies; why not, when the
+    /// directory has none (then only problems with a strategy cannot be judged).
+    pub strategy_runtime: Result<Arc<crate::pipeline::host::Runtime>, String>,
+}
+
+impl Default for Policies {
+    fn default() -> Self {
+        Policies { by_name: BTreeMap::new(), languages: Arc::default(), strategy_runtime: Err("not loaded".into()) }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -186,6 +195,7 @@ impl Policies {
         if !policies.by_name.contains_key("default") {
             return Err(PolicyError::Empty(dir.into()));
         }
+        policies.strategy_runtime = crate::pipeline::host::Runtime::load(dir).map(Arc::new);
         Ok(policies)
     }
 
