@@ -299,3 +299,17 @@ fn the_client_grades_with_flags_and_exits_0_125() {
     assert_eq!(out.status.code(), Some(125), "{stderr}");
     assert!(stderr.contains("reserved"), "{stderr}");
 }
+
+#[test]
+fn a_workspace_that_is_not_an_archive_is_refused_and_nothing_runs() {
+    for workspace in
+        [json!({"archive": {"base64": base64(&[b'x'; 1024])}}), json!({}), json!({"archive": {"base64": "!!"}})]
+    {
+        let mut conn = daemon().raw_connect();
+        let params = json!({"workspace": workspace, "graders": [{"program": "true"}]});
+        let (events, response) = conn.call_with_id(&json!(1), "grade", params, TIMEOUT);
+        assert!(events.is_empty(), "{events:?}");
+        assert_eq!(response["error"]["code"], -32602, "{workspace}: {response}");
+    }
+    daemon().assert_alive();
+}

@@ -359,3 +359,22 @@ fn the_client_judges_a_pipeline_problem() {
         serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().expect("a line")).expect("JSON");
     assert_eq!(last["verdict"], "AC", "{last}");
 }
+
+#[test]
+fn a_strategy_that_speaks_nonsense_gets_errors_and_the_daemon_goes_on() {
+    // Garbage on the request descriptor, an unknown op, an executable that does not exist:
+    // each is answered with an error; what the strategy then did not judge is CF.
+    let strategy = "import os, json\nos.write(3, b'not json\\n')\n\
+        os.write(3, json.dumps({'id': 999001, 'op': 'teleport'}).encode() + b'\\n')\n\
+        for test in tests:\n    with test:\n        pass\n";
+    let problem = small("strategy = { source = \"strategy.py\" }", &SUM_TESTS[..1], &[("strategy.py", strategy)]);
+    let (_, response) = judge(problem, "a.py", AC_PY);
+    let r = result(&response);
+    assert_eq!(r["verdict"], "CF", "{response}");
+    // An invocation of an executable the problem does not have fails its test.
+    let strategy = "for test in tests:\n    with test:\n        await validator(test.input)\n";
+    let problem = small("strategy = { source = \"strategy.py\" }", &SUM_TESTS[..1], &[("strategy.py", strategy)]);
+    let (_, response) = judge(problem, "a.py", AC_PY);
+    assert_eq!(result(&response)["verdict"], "CF", "{response}");
+    daemon().assert_alive();
+}

@@ -359,6 +359,23 @@ fn live_evaluations_are_bounded() {
 }
 
 #[test]
+fn a_body_over_the_limit_is_413_and_the_server_goes_on() {
+    let root = temp_dir("web-body");
+    let repo = repo(&root);
+    let (daemon, base) = daemon_with_http(&root, &["--http-max-body", "4K"]);
+    let big = root.join("big.py");
+    std::fs::write(&big, vec![b'#'; 64 * 1024]).expect("write");
+    let (status, body) = post_evaluate(&base, &repo, &repo.first, &big, &[]);
+    assert_eq!(status, 413, "{body}");
+    assert!(body["message"].as_str().is_some_and(|m| m.contains("too large")), "{body}");
+    let small = root.join("small.py");
+    std::fs::write(&small, "").expect("write");
+    let (status, body) = post_evaluate(&base, &repo, &repo.first, &small, &[]);
+    assert_eq!(status, 200, "{body}");
+    daemon.assert_alive();
+}
+
+#[test]
 fn listening_beyond_loopback_needs_a_token() {
     let dir = temp_dir("web-open");
     let out = Command::new(segi_tests::binary("segid"))
